@@ -1,0 +1,80 @@
+// Command locusctl is the Locus operator CLI: capacity planning for the ring,
+// cache policy simulation over traces, split planning for Parquet datasets,
+// and the one-command local cluster.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// command is one locusctl subcommand. run receives the arguments after the
+// subcommand's name and writes its normal output to stdout.
+type command struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+// commands maps each subcommand name to its implementation. Each lives in its
+// own file.
+var commands = map[string]command{
+	"ring":      {"ring tools: simulate ring balance and key movement for capacity planning", runRing},
+	"cache-sim": {"replay a cache trace through the page-cache policies and print hit ratios", runCacheSim},
+}
+
+// errUsage marks an error caused by bad arguments: locusctl exits with 2.
+var errUsage = errors.New("usage error")
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "locusctl: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err := cmd.run(args[1:], stdout, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "locusctl %s: %v\n", args[0], err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "locusctl: operator CLI for Locus, the locality-aware cache for data-lake files.")
+	fmt.Fprintln(w, "\nUsage: locusctl <command> [flags]   (locusctl <command> --help for its flags)")
+	fmt.Fprintln(w, "\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+}
+
+// usageErrorf returns an error wrapping errUsage.
+func usageErrorf(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+}
