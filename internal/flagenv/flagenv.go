@@ -1,0 +1,69 @@
+package flagenv
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Prefix is the environment prefix of every Locus flag.
+const Prefix = "LOCUS_"
+
+// EnvName returns the environment variable that sets the flag name:
+// "cache-dir" → "LOCUS_CACHE_DIR".
+func EnvName(name string) string {
+	return Prefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// Parse parses args into fs, then sets every flag that was not given on the
+// command line from its LOCUS_* environment variable, if set. lookup is
+// os.LookupEnv in production and a map in tests. An environment value the
+// flag cannot parse is an error naming the variable.
+func Parse(fs *flag.FlagSet, args []string, lookup func(string) (string, bool)) error {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || given[f.Name] {
+			return
+		}
+		v, ok := lookup(EnvName(f.Name))
+		if !ok {
+			return
+		}
+		if e := fs.Set(f.Name, v); e != nil {
+			err = fmt.Errorf("environment variable %s=%q: %v", EnvName(f.Name), v, e)
+		}
+	})
+	return err
+}
+
+// Usage returns a flag.FlagSet Usage function that prints summary, then the
+// flags with their environment variable names.
+func Usage(fs *flag.FlagSet, summary string) func() {
+	return func() {
+		w := fs.Output()
+		fmt.Fprintln(w, strings.TrimSpace(summary))
+		fmt.Fprintln(w, "\nFlags (each can also be set by the environment variable shown):")
+		fs.VisitAll(func(f *flag.Flag) {
+			name, usage := flag.UnquoteUsage(f)
+			fmt.Fprintf(w, "  --%s", f.Name)
+			if name != "" {
+				fmt.Fprintf(w, " %s", name)
+			}
+			fmt.Fprintf(w, "   [%s]\n", EnvName(f.Name))
+			fmt.Fprintf(w, "        %s", strings.ReplaceAll(usage, "\n", "\n        "))
+			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
+				fmt.Fprintf(w, " (default %s)", f.DefValue)
+			}
+			fmt.Fprintln(w)
+		})
+	}
+}
