@@ -1,0 +1,317 @@
+package membership
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/locuscache/locus/pkg/ring"
+)
+
+// Membership is this process's seat in the cluster gossip. Create one with
+// New, Join seeds, read View, and Leave (or Shutdown) at the end. All methods
+// are safe for concurrent use.
+type Membership struct {
+	cfg validated
+	ml  *memberlist.Memberlist
+	del *delegate
+
+	view atomic.Pointer[View] // the current View; never nil after New
+
+	stop chan struct{} // closed by Shutdown: stops the publisher, wakes WaitFor
+	done chan struct{} // closed when the publisher goroutine has exited
+
+	updateMu sync.Mutex // serializes UpdateMeta
+
+	lifeMu sync.Mutex // guards closed, and orders Leave and Shutdown
+	closed bool       // guarded by lifeMu
+}
+
+// New validates cfg, binds the gossip address and starts a one-member
+// cluster (this node). Call Join to meet the others. Errors wrap
+// ErrInvalidConfig, ErrInvalidMeta, ErrBadAddress, ErrKeyFile or
+// ErrKeyLength; failing to bind is returned with the address and the OS
+// error.
+func New(cfg Config) (*Membership, error) {
+	v, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if v.Ring.VNodes < 0 {
+		return nil, fmt.Errorf("%w: Ring.VNodes is negative (%d)", ErrInvalidConfig, v.Ring.VNodes)
+	}
+	// Let the ring package judge its config once, on a one-node ring.
+	if _, err := ring.New([]ring.Node{{ID: v.Meta.ID, Weight: 1}}, v.Ring); err != nil {
+		return nil, fmt.Errorf("%w: Ring: %w", ErrInvalidConfig, err)
+	}
+	del, err := newDelegate(v.Meta, v.Logger)
+	if err != nil {
+		return nil, err
+	}
+
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = v.Meta.ID
+	mc.BindAddr, mc.BindPort = v.bindIP, v.bindPort
+	mc.AdvertiseAddr, mc.AdvertisePort = v.advertiseIP, v.advPort
+	if v.advertiseIP == "" || v.advPort == 0 {
+		mc.AdvertisePort = v.bindPort
+	}
+	t := v.Tuning
+	mc.ProbeInterval, mc.ProbeTimeout = t.ProbeInterval, t.ProbeTimeout
+	mc.IndirectChecks = t.IndirectChecks
+	mc.SuspicionMult, mc.SuspicionMaxTimeoutMult = t.SuspicionMult, t.SuspicionMaxTimeoutMult
+	mc.GossipInterval, mc.GossipNodes = t.GossipInterval, t.GossipNodes
+	mc.GossipToTheDeadTime = t.GossipToTheDeadTime
+	mc.RetransmitMult = t.RetransmitMult
+	mc.PushPullInterval = t.PushPullInterval
+	mc.TCPTimeout = t.TCPTimeout
+	mc.DeadNodeReclaimTime = t.DeadNodeReclaimTime
+	mc.SecretKey = v.key
+	mc.Delegate = del
+	mc.Events = del
+	mc.Alive = del
+	mc.Merge = del
+	mc.Conflict = del
+	mc.LogOutput = nil
+	mc.Logger = newMemberlistLogger(v.Logger)
+
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		return nil, fmt.Errorf("membership: cannot start gossip on %s: %w", v.BindAddr, err)
+	}
+	m := &Membership{
+		cfg:  v,
+		ml:   ml,
+		del:  del,
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	// Create announced this node (NotifyJoin for self): publish the first
+	// View now, so View is never nil, then hand over to the publisher.
+	m.publish()
+	go m.publishLoop()
+	return m, nil
+}
+
+// publishLoop builds and publishes a View each time the delegate reports a
+// change. It is the only goroutine that calls publish after New, so Views
+// are published in order; bursts of changes coalesce into one View.
+func (m *Membership) publishLoop() {
+	defer close(m.done)
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.del.kick:
+			m.publish()
+		}
+	}
+}
+
+func (m *Membership) publish() {
+	members, seq := m.del.snapshot()
+	prev := m.view.Load()
+	v, err := buildView(members, seq, prev, m.cfg.Ring)
+	if err != nil {
+		m.cfg.Logger.Error("membership: publishing a view without a ring", "err", err)
+	}
+	m.view.Store(v)
+	if prev != nil {
+		close(prev.changed)
+	}
+}
+
+// View returns the current View. It never returns nil and never blocks.
+func (m *Membership) View() *View { return m.view.Load() }
+
+// Done returns a channel closed when the Membership is shut down.
+func (m *Membership) Done() <-chan struct{} { return m.stop }
+
+// WaitFor blocks until cond holds for the current View and returns that View.
+// It returns the last View seen with ctx.Err() when ctx ends, or with
+// ErrClosed when the Membership is shut down. cond runs on the caller's
+// goroutine and must not block.
+func (m *Membership) WaitFor(ctx context.Context, cond func(*View) bool) (*View, error) {
+	for {
+		v := m.View()
+		if cond(v) {
+			return v, nil
+		}
+		select {
+		case <-v.Changed():
+		case <-ctx.Done():
+			return v, ctx.Err()
+		case <-m.stop:
+			return m.View(), ErrClosed
+		}
+	}
+}
+
+// catchUp waits until the published View reflects every change the
+// delegate has seen so far, so a method returns only once View shows its
+// effect.
+func (m *Membership) catchUp(ctx context.Context) error {
+	seq := m.del.currentSeq()
+	_, err := m.WaitFor(ctx, func(v *View) bool { return v.seq >= seq })
+	return err
+}
+
+// LocalMeta returns this node's current metadata, defaults filled.
+func (m *Membership) LocalMeta() NodeMeta { return m.del.localMeta() }
+
+// GossipAddr returns the "ip:port" other members reach this node at (with
+// the port actually bound when Config.BindAddr asked for port 0): the
+// address to give other nodes' Join.
+func (m *Membership) GossipAddr() string { return m.ml.LocalNode().Address() }
+
+// Join contacts the seeds ("host:port" each) and exchanges full state with
+// every one it reaches. It returns how many seeds it reached; when it
+// returns, View shows the members those seeds knew of. Joining no seeds
+// (nil) is a no-op: the first node of a cluster need not join.
+//
+// Errors: ErrBadAddress for a seed that does not parse (nothing contacted);
+// when no seed accepted this node, the reason the cluster refused it, an
+// *IncompatibleError (ErrIncompatible: block size or protocol version
+// differs) or ErrDuplicateID (this node's id is taken); otherwise ErrJoin
+// with memberlist's reasons (unreachable seeds, wrong gossip key). A node
+// that failed to join keeps running alone; callers usually Shutdown and
+// exit. Each seed attempt is bounded by Tuning.TCPTimeout.
+func (m *Membership) Join(seeds []string) (int, error) {
+	if len(seeds) == 0 {
+		return 0, nil
+	}
+	for _, s := range seeds {
+		if err := checkDialAddr(s); err != nil {
+			return 0, fmt.Errorf("join seed: %w", err)
+		}
+	}
+	if m.isClosed() {
+		return 0, ErrClosed
+	}
+	m.del.beginJoin()
+	n, err := m.ml.Join(seeds)
+	refusals := m.del.endJoin()
+	if n == 0 {
+		if len(refusals) > 0 {
+			return 0, refusals[0]
+		}
+		return 0, fmt.Errorf("%w via %v: %v", ErrJoin, seeds, err)
+	}
+	for _, r := range refusals {
+		m.cfg.Logger.Warn("membership: a seed refused this node; joined through others", "err", r)
+	}
+	// Join's merge has fired NotifyJoin for every new member; wait until a
+	// View shows them. The publisher is quick, the bound is a safety net.
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Tuning.TCPTimeout)
+	defer cancel()
+	_ = m.catchUp(ctx)
+	return n, nil
+}
+
+// UpdateMeta changes this node's metadata and gossips it. update gets a copy
+// of the current metadata to modify. ID, Role, BlockSize and
+// ProtocolVersion cannot change (ErrImmutableField); the result must
+// validate (ErrInvalidMeta). It returns once the change is in View and has
+// reached one other member (if any). The wait for a peer is bounded by ctx's
+// deadline (DefaultBroadcastTimeout without one); past it UpdateMeta returns
+// an error, but the change is in effect locally and keeps spreading.
+// ErrClosed after Shutdown.
+func (m *Membership) UpdateMeta(ctx context.Context, update func(*NodeMeta)) error {
+	m.updateMu.Lock()
+	defer m.updateMu.Unlock()
+	if m.isClosed() {
+		return ErrClosed
+	}
+	old := m.del.localMeta()
+	meta := old
+	update(&meta)
+	meta = meta.withDefaults()
+	switch {
+	case meta.ID != old.ID:
+		return fmt.Errorf("%w: ID %q -> %q", ErrImmutableField, old.ID, meta.ID)
+	case meta.Role != old.Role:
+		return fmt.Errorf("%w: Role %q -> %q", ErrImmutableField, old.Role, meta.Role)
+	case meta.BlockSize != old.BlockSize:
+		return fmt.Errorf("%w: BlockSize %d -> %d", ErrImmutableField, old.BlockSize, meta.BlockSize)
+	case meta.ProtocolVersion != old.ProtocolVersion:
+		return fmt.Errorf("%w: ProtocolVersion %d -> %d", ErrImmutableField, old.ProtocolVersion, meta.ProtocolVersion)
+	}
+	enc, err := meta.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if meta == old {
+		return nil
+	}
+	m.del.setLocal(meta, enc)
+	if err := m.ml.UpdateNode(broadcastTimeout(ctx)); err != nil {
+		return fmt.Errorf("membership: metadata updated locally, not yet confirmed by a peer: %w", err)
+	}
+	return m.catchUp(ctx)
+}
+
+// SetState announces a new state (StateAlive or StateDraining) through
+// UpdateMeta.
+func (m *Membership) SetState(ctx context.Context, s State) error {
+	return m.UpdateMeta(ctx, func(meta *NodeMeta) { meta.State = s })
+}
+
+// Leave tells the cluster this node is going away, waits until a peer has
+// the news (at most until ctx's deadline, DefaultBroadcastTimeout without
+// one), then shuts down. Peers drop a member that left at once, without the failure
+// detector's delay. ErrClosed if already shut down.
+func (m *Membership) Leave(ctx context.Context) error {
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	err := m.ml.Leave(broadcastTimeout(ctx))
+	m.shutdownLocked()
+	if err != nil {
+		return fmt.Errorf("membership: leave broadcast not confirmed: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops gossiping without a goodbye: peers see this node fail and
+// drop it after the failure detector's delay (use Leave for a planned
+// exit). The last View stays readable. Safe to call more than once.
+func (m *Membership) Shutdown() error {
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.shutdownLocked()
+	return nil
+}
+
+func (m *Membership) shutdownLocked() {
+	m.closed = true
+	if err := m.ml.Shutdown(); err != nil {
+		m.cfg.Logger.Warn("membership: memberlist shutdown", "err", err)
+	}
+	close(m.stop)
+	<-m.done
+}
+
+func (m *Membership) isClosed() bool {
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	return m.closed
+}
+
+// broadcastTimeout turns ctx's deadline into memberlist's timeout argument.
+func broadcastTimeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		if t := time.Until(d); t > 0 {
+			return t
+		}
+		return time.Millisecond
+	}
+	return DefaultBroadcastTimeout
+}
