@@ -1,0 +1,62 @@
+package origin
+
+import "errors"
+
+// Sentinel errors. Every error a Store returns wraps at most one of these
+// (plus the underlying cause, for logs); compare with errors.Is.
+var (
+	// ErrNotFound: the object (or, for S3, its bucket) does not exist.
+	ErrNotFound = errors.New("origin: object not found")
+
+	// ErrBucketNotFound: the S3 bucket does not exist. It also matches
+	// ErrNotFound, so callers that only care about "absent" need one check.
+	// HeadObject cannot tell a missing bucket from a missing key (a HEAD
+	// response has no body), so S3Store.Stat reports plain ErrNotFound for
+	// both; ReadAt and List report ErrBucketNotFound.
+	ErrBucketNotFound error = &childError{msg: "origin: bucket not found", parent: ErrNotFound}
+
+	// ErrVersionChanged: the object no longer has the version the caller
+	// named (S3 answered 412 Precondition Failed to If-Match, or a file's
+	// size or mtime changed before or during the read). No bytes of the new
+	// version are returned: Stat again and start over.
+	ErrVersionChanged = errors.New("origin: object version changed")
+
+	// ErrInvalidURI: the URI is malformed or not canonical (see ParseURI).
+	ErrInvalidURI = errors.New("origin: invalid URI")
+
+	// ErrOutsideRoot: a file:// URI names a path outside the configured
+	// root, directly, through "..", or through a symbolic link.
+	ErrOutsideRoot = errors.New("origin: path outside the file root")
+
+	// ErrUnsupportedScheme: no store is configured for the URI's scheme.
+	ErrUnsupportedScheme = errors.New("origin: unsupported URI scheme")
+
+	// ErrRange: a read asked for a negative offset. Reads at or past the end
+	// of an object are not errors of this kind: they return io.EOF, as
+	// io.ReaderAt requires.
+	ErrRange = errors.New("origin: invalid read range")
+
+	// ErrAccessDenied: the store refused the credentials (HTTP 401/403).
+	ErrAccessDenied = errors.New("origin: access denied")
+
+	// ErrUnavailable: the store kept failing (5xx, throttling, broken
+	// connections) for every allowed attempt.
+	ErrUnavailable = errors.New("origin: store unavailable")
+
+	// ErrTimeout: the operation did not finish within the configured
+	// timeout. Such errors also match context.DeadlineExceeded.
+	ErrTimeout = errors.New("origin: timed out")
+
+	// ErrNoVersion: the store returned an object without an ETag, so it
+	// cannot be versioned and must not be cached.
+	ErrNoVersion = errors.New("origin: object has no version (ETag)")
+)
+
+// childError is a sentinel that also matches a more general parent sentinel.
+type childError struct {
+	msg    string
+	parent error
+}
+
+func (e *childError) Error() string        { return e.msg }
+func (e *childError) Is(target error) bool { return target == e.parent }

@@ -1,0 +1,297 @@
+package origin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// FileConfig configures a FileStore.
+type FileConfig struct {
+	// Root is the only directory file:// URIs may name (the cache node's
+	// --origin-file-root). It must exist. URIs may spell paths under Root
+	// as given or under its symlink-resolved form.
+	Root string
+}
+
+func (c *FileConfig) validate() error {
+	if c.Root == "" {
+		return errors.New("origin: FileConfig.Root is empty; set the directory file:// URIs may name")
+	}
+	if !filepath.IsAbs(c.Root) {
+		abs, err := filepath.Abs(c.Root)
+		if err != nil {
+			return fmt.Errorf("origin: cannot make file root %q absolute: %w", c.Root, err)
+		}
+		c.Root = abs
+	}
+	c.Root = filepath.Clean(c.Root)
+	return nil
+}
+
+// FileStore serves file:// URIs from one local directory tree.
+//
+// Confinement is enforced twice: each path is checked lexically and after
+// resolving symbolic links with filepath.EvalSymlinks (errors wrap
+// ErrOutsideRoot), and every file is then opened through an os.Root, which
+// the kernel-level lookup keeps inside the root even if a link is swapped
+// between the check and the open.
+//
+// The version of a file is "<size>-<mtime ns>". ReadAt checks it on the
+// open file before and after reading, so a rewrite that lands before or
+// during the read is reported as ErrVersionChanged. A rewrite that keeps
+// both size and mtime (possible where mtime granularity is coarse) cannot be
+// detected this way; write files by rename for safety.
+type FileStore struct {
+	root     string // cleaned absolute root, as configured
+	realRoot string // root with symlinks resolved
+	dir      *os.Root
+}
+
+// NewFileStore opens the root directory.
+func NewFileStore(cfg FileConfig) (*FileStore, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("origin: cannot resolve file root %q: %w", cfg.Root, err)
+	}
+	dir, err := os.OpenRoot(real)
+	if err != nil {
+		return nil, fmt.Errorf("origin: cannot open file root %q: %w", cfg.Root, err)
+	}
+	return &FileStore{root: cfg.Root, realRoot: real, dir: dir}, nil
+}
+
+// Close releases the root directory handle.
+func (s *FileStore) Close() error { return s.dir.Close() }
+
+// Root returns the configured root directory.
+func (s *FileStore) Root() string { return s.root }
+
+// within returns p relative to root if p is root or below it.
+func within(root, p string) (string, bool) {
+	if p == root {
+		return ".", true
+	}
+	prefix := root
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	if rel, ok := strings.CutPrefix(p, prefix); ok {
+		return rel, true
+	}
+	return "", false
+}
+
+// resolve maps a file URI to a path relative to the root, enforcing
+// confinement. prefixOK allows a trailing "/".
+func (s *FileStore) resolve(uri string, prefixOK bool) (URI, string, error) {
+	u, err := ParseURI(uri)
+	if err != nil {
+		return URI{}, "", err
+	}
+	if u.Scheme != SchemeFile {
+		return URI{}, "", fmt.Errorf("%w: the file store cannot serve %q", ErrUnsupportedScheme, uri)
+	}
+	if !prefixOK && u.IsPrefix() {
+		return URI{}, "", fmt.Errorf("%w: %q ends in \"/\": name a file, not a directory", ErrInvalidURI, uri)
+	}
+	p := strings.TrimSuffix(u.Path, "/")
+	if p == "" {
+		p = "/"
+	}
+	rel, ok := within(s.root, p)
+	if !ok {
+		rel, ok = within(s.realRoot, p)
+	}
+	if !ok {
+		return URI{}, "", fmt.Errorf("%w: %q is not under %s", ErrOutsideRoot, uri, s.root)
+	}
+	return u, rel, nil
+}
+
+// checkLinks resolves symbolic links in root/rel and verifies the result is
+// still inside the root.
+func (s *FileStore) checkLinks(uri, rel string) error {
+	real, err := filepath.EvalSymlinks(filepath.Join(s.realRoot, rel))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: %s", ErrNotFound, uri)
+		}
+		return fmt.Errorf("origin: cannot resolve %q: %w", uri, err)
+	}
+	if _, ok := within(s.realRoot, real); !ok {
+		return fmt.Errorf("%w: %q resolves through a symbolic link to %s", ErrOutsideRoot, uri, real)
+	}
+	return nil
+}
+
+func (s *FileStore) open(uri string) (*os.File, error) {
+	_, rel, err := s.resolve(uri, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkLinks(uri, rel); err != nil {
+		return nil, err
+	}
+	f, err := s.dir.Open(rel)
+	if err != nil {
+		return nil, s.mapErr(uri, err)
+	}
+	return f, nil
+}
+
+func (s *FileStore) mapErr(uri string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s", ErrNotFound, uri)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w: %s: %w", ErrAccessDenied, uri, err)
+	case strings.Contains(err.Error(), "path escapes from parent"):
+		// os.Root's own confinement (its sentinel is unexported).
+		return fmt.Errorf("%w: %s: %w", ErrOutsideRoot, uri, err)
+	}
+	return fmt.Errorf("origin: cannot read %s: %w", uri, err)
+}
+
+// FileVersion formats the version of a file with the given info.
+func FileVersion(fi fs.FileInfo) string {
+	return strconv.FormatInt(fi.Size(), 10) + "-" + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
+}
+
+func (s *FileStore) info(uri string, f *os.File) (Info, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return Info{}, s.mapErr(uri, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return Info{}, fmt.Errorf("%w: %s is not a regular file", ErrNotFound, uri)
+	}
+	return Info{URI: uri, Size: fi.Size(), Version: FileVersion(fi), ModTime: fi.ModTime()}, nil
+}
+
+// Stat implements Store.
+func (s *FileStore) Stat(ctx context.Context, uri string) (Info, error) {
+	if err := ctx.Err(); err != nil {
+		return Info{}, err
+	}
+	f, err := s.open(uri)
+	if err != nil {
+		return Info{}, err
+	}
+	defer f.Close()
+	return s.info(uri, f)
+}
+
+// ReadAt implements Store.
+func (s *FileStore) ReadAt(ctx context.Context, uri, version string, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("%w: offset %d of %s", ErrRange, off, uri)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	f, err := s.open(uri)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	before, err := s.info(uri, f)
+	if err != nil {
+		return 0, err
+	}
+	if version != "" && before.Version != version {
+		return 0, fmt.Errorf("%w: %s is at version %s, not %s", ErrVersionChanged, uri, before.Version, version)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, rerr := f.ReadAt(p, off)
+	after, err := s.info(uri, f)
+	if err != nil {
+		return 0, err
+	}
+	if after.Version != before.Version {
+		return 0, fmt.Errorf("%w: %s changed during the read (version %s, then %s)", ErrVersionChanged, uri, before.Version, after.Version)
+	}
+	if rerr != nil && rerr != io.EOF {
+		return n, fmt.Errorf("origin: cannot read %s at %d: %w", uri, off, rerr)
+	}
+	return n, rerr
+}
+
+// List implements Store. Objects are regular files (symbolic links are
+// followed when they stay inside the root, and skipped otherwise);
+// directories are walked recursively in lexical order per directory, which
+// is deterministic but not always S3's byte order of whole keys.
+func (s *FileStore) List(ctx context.Context, prefix string, fn func(Info) error) error {
+	u, _, err := s.resolve(prefix, true)
+	if err != nil {
+		return err
+	}
+	// The walk starts at the deepest directory the prefix names in full.
+	dirPath := u.Path[:strings.LastIndex(u.Path, "/")+1] // ends in "/"
+	startPath := strings.TrimSuffix(dirPath, "/")
+	if startPath == "" {
+		startPath = "/"
+	}
+	rel, ok := within(s.root, startPath)
+	base := s.root
+	if !ok {
+		rel, ok = within(s.realRoot, startPath)
+		base = s.realRoot
+	}
+	if !ok {
+		// The prefix names a partial component of the root itself, such
+		// as file:///data/la for root /data/lake: walk the whole root.
+		rel, base = ".", s.root
+	}
+	if err := s.checkLinks(prefix, rel); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil // nothing under a prefix that does not exist
+		}
+		return err
+	}
+	fsys := s.dir.FS()
+	return fs.WalkDir(fsys, rel, func(name string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while walking
+			}
+			return fmt.Errorf("origin: cannot list %s: %w", prefix, err)
+		}
+		full := path.Join(base, name)
+		if d.IsDir() {
+			// Prune directories that cannot hold a match.
+			dir := full + "/"
+			if full == "/" {
+				dir = "/"
+			}
+			if !strings.HasPrefix(dir, u.Path) && !strings.HasPrefix(u.Path, dir) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasPrefix(full, u.Path) {
+			return nil
+		}
+		fi, err := fs.Stat(fsys, name) // follows links inside the root only
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil
+		}
+		uri := URI{Scheme: SchemeFile, Path: full}.String()
+		return fn(Info{URI: uri, Size: fi.Size(), Version: FileVersion(fi), ModTime: fi.ModTime()})
+	})
+}

@@ -1,0 +1,288 @@
+package origintest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/locuscache/locus/pkg/origin"
+)
+
+// RequireEnv names the environment variable that turns a missing versitygw
+// binary from a skip into a failure.
+const RequireEnv = "LOCUS_REQUIRE_VERSITYGW"
+
+// InstallHint says how to get the binary.
+const InstallHint = "go install github.com/versity/versitygw/cmd/versitygw@v1.8.0"
+
+// VersityGW is a running versitygw server with one bucket.
+type VersityGW struct {
+	Endpoint  string // http://127.0.0.1:port
+	Region    string
+	AccessKey string
+	SecretKey string
+	Bucket    string // created at start
+	Root      string // the posix backend's directory: Root/Bucket/key
+
+	client *s3.Client
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when the process has exited
+	logs   *syncBuffer
+}
+
+// FindVersityGW returns the path of the versitygw binary: PATH first, then
+// $(go env GOPATH)/bin (GOPATH from the environment, `go env`, or ~/go).
+func FindVersityGW() (string, error) {
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p, nil
+	}
+	var dirs []string
+	if gp := os.Getenv("GOPATH"); gp != "" {
+		dirs = append(dirs, filepath.SplitList(gp)...)
+	}
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		dirs = append(dirs, filepath.SplitList(strings.TrimSpace(string(out)))...)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, "go"))
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, "bin", "versitygw")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errors.New("versitygw not found in PATH or $(go env GOPATH)/bin; install it with: " + InstallHint)
+}
+
+// StartVersityGW starts versitygw with a temporary posix root and static
+// credentials on a free 127.0.0.1 port, waits until it answers, creates a
+// bucket, and stops the server when the test ends. Without the binary it
+// skips the test (or fails it when LOCUS_REQUIRE_VERSITYGW=1).
+func StartVersityGW(t testing.TB) *VersityGW {
+	t.Helper()
+	bin, err := FindVersityGW()
+	if err != nil {
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatalf("%v (%s=1 makes this fatal)", err, RequireEnv)
+		}
+		t.Skipf("skipping S3 integration test: %v (set %s=1 to make this fatal)", err, RequireEnv)
+	}
+	var lastErr error
+	for try := 0; try < 3; try++ { // a free port can be taken before the server binds it
+		g, err := startOnce(t, bin)
+		if err == nil {
+			return g
+		}
+		lastErr = err
+	}
+	t.Fatalf("cannot start versitygw: %v", lastErr)
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startOnce(t testing.TB, bin string) (*VersityGW, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	g := &VersityGW{
+		Endpoint:  fmt.Sprintf("http://127.0.0.1:%d", port),
+		Region:    "us-east-1",
+		AccessKey: "locustestaccess",
+		SecretKey: "locustestsecret0123456789",
+		Bucket:    "locus-test",
+		Root:      t.TempDir(),
+		done:      make(chan struct{}),
+		logs:      &syncBuffer{},
+	}
+	g.cmd = exec.Command(bin,
+		"--port", fmt.Sprintf("127.0.0.1:%d", port),
+		"--access", g.AccessKey, "--secret", g.SecretKey,
+		"--region", g.Region, "--quiet",
+		"posix", g.Root)
+	g.cmd.Stdout = g.logs
+	g.cmd.Stderr = g.logs
+	if err := g.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	go func() { _ = g.cmd.Wait(); close(g.done) }()
+	if err := g.waitReady(15 * time.Second); err != nil {
+		g.Stop()
+		return nil, fmt.Errorf("%w; server output:\n%s", err, g.logs.String())
+	}
+	t.Cleanup(func() {
+		g.Stop()
+		if t.Failed() {
+			t.Logf("versitygw output:\n%s", g.logs.String())
+		}
+	})
+	store, err := origin.NewS3Store(context.Background(), g.Config())
+	if err != nil {
+		return nil, err
+	}
+	g.client = store.Client()
+	if err := g.createBucket(g.Bucket); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// waitReady polls until the server answers HTTP (any status).
+func (g *VersityGW) waitReady(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	hc := &http.Client{Timeout: time.Second}
+	for time.Now().Before(deadline) {
+		select {
+		case <-g.done:
+			return errors.New("versitygw exited during startup")
+		default:
+		}
+		resp, err := hc.Get(g.Endpoint + "/")
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return fmt.Errorf("versitygw did not answer on %s within %s", g.Endpoint, limit)
+}
+
+// Stop terminates the server (SIGTERM, then SIGKILL after 5s). Idempotent.
+func (g *VersityGW) Stop() {
+	select {
+	case <-g.done:
+		return
+	default:
+	}
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-g.done:
+	case <-time.After(5 * time.Second):
+		_ = g.cmd.Process.Kill()
+		<-g.done
+	}
+}
+
+// Logs returns what the server printed so far.
+func (g *VersityGW) Logs() string { return g.logs.String() }
+
+// Config returns an S3Config for this server: endpoint, path style, static
+// credentials, and short timeouts suited to loopback tests.
+func (g *VersityGW) Config() origin.S3Config {
+	return origin.S3Config{
+		Endpoint:        g.Endpoint,
+		Region:          g.Region,
+		PathStyle:       true,
+		AccessKeyID:     g.AccessKey,
+		SecretAccessKey: g.SecretKey,
+		MaxAttempts:     3,
+		BaseBackoff:     10 * time.Millisecond,
+		MaxBackoff:      100 * time.Millisecond,
+		Timeout:         10 * time.Second,
+	}
+}
+
+// Store returns a new S3Store for this server.
+func (g *VersityGW) Store(t testing.TB) *origin.S3Store {
+	t.Helper()
+	s, err := origin.NewS3Store(context.Background(), g.Config())
+	if err != nil {
+		t.Fatalf("NewS3Store: %v", err)
+	}
+	return s
+}
+
+// URI returns s3://<bucket>/<key>.
+func (g *VersityGW) URI(key string) string { return "s3://" + g.Bucket + "/" + key }
+
+// Client returns an SDK client for this server (for setup the Store does
+// not offer, such as writes).
+func (g *VersityGW) Client() *s3.Client { return g.client }
+
+func (g *VersityGW) createBucket(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := g.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)})
+	if err != nil {
+		return fmt.Errorf("create bucket %q: %w", name, err)
+	}
+	return nil
+}
+
+// CreateBucket creates another bucket.
+func (g *VersityGW) CreateBucket(t testing.TB, name string) {
+	t.Helper()
+	if err := g.createBucket(name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Put writes an object into the default bucket and returns its ETag (as
+// the server sent it, quotes included).
+func (g *VersityGW) Put(t testing.TB, key string, data []byte) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := g.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:        aws.String(g.Bucket),
+		Key:           aws.String(key),
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+	})
+	if err != nil {
+		t.Fatalf("put %s: %v", key, err)
+	}
+	return aws.ToString(out.ETag)
+}
+
+// Delete removes an object from the default bucket.
+func (g *VersityGW) Delete(t testing.TB, key string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := g.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(g.Bucket), Key: aws.String(key)}); err != nil {
+		t.Fatalf("delete %s: %v", key, err)
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() > 1<<20 { // keep the log bounded
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

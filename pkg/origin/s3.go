@@ -1,0 +1,536 @@
+package origin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+)
+
+// S3Config configures an S3Store. The zero value (after validation) talks
+// to AWS S3 with the standard credential chain.
+type S3Config struct {
+	// Endpoint overrides the endpoint URL, e.g. "http://127.0.0.1:7070" for
+	// an S3-compatible store. Empty: AWS's own endpoint resolution (also
+	// honours AWS_ENDPOINT_URL). Flag --origin-s3-endpoint.
+	Endpoint string
+	// Region signs requests. Empty: from the standard chain (AWS_REGION,
+	// ~/.aws/config), else "us-east-1", which S3-compatible stores accept.
+	// Flag --origin-s3-region.
+	Region string
+	// PathStyle addresses buckets as http://host/bucket/key instead of
+	// http://bucket.host/key; most S3-compatible stores need it.
+	// Flag --origin-s3-path-style.
+	PathStyle bool
+
+	// AccessKeyID, SecretAccessKey and SessionToken, when AccessKeyID is
+	// set, replace the standard credential chain (environment, shared
+	// files, SSO, web identity, container and EC2 roles). For tests and
+	// stores with static keys; production uses the chain.
+	AccessKeyID     string
+	SecretAccessKey string
+	SessionToken    string
+
+	// MaxAttempts bounds the HTTP attempts per request (first try
+	// included). Retried: 5xx, 429 and S3's throttling codes (SlowDown),
+	// connection errors and per-attempt timeouts, with exponential backoff
+	// and full jitter. Not retried: 4xx such as 404, 403, 412. The SDK's
+	// client-side retry quota also applies: when most requests fail, the
+	// store fails fast instead of multiplying load. Default 5.
+	MaxAttempts int
+	// BaseBackoff is the first retry's mean delay for server errors; each
+	// retry doubles it, up to MaxBackoff. Throttling errors always start
+	// at 1s (SDK rule). Default 100ms.
+	BaseBackoff time.Duration
+	// MaxBackoff caps one delay between attempts. Default 5s.
+	MaxBackoff time.Duration
+	// Timeout bounds one Store call (one Stat, one ReadAt, one page of a
+	// List), all attempts, backoff and body transfer included. Errors wrap
+	// ErrTimeout and context.DeadlineExceeded. Default 30s.
+	Timeout time.Duration
+	// ResponseHeaderTimeout bounds the wait for response headers of one
+	// attempt; an attempt past it is retried. Default 10s.
+	ResponseHeaderTimeout time.Duration
+	// MaxIdleConnsPerHost is the number of kept-alive connections to the
+	// endpoint: set it to at least the number of concurrent range GETs so
+	// each one does not pay a new TCP (and TLS) handshake. Default 256.
+	MaxIdleConnsPerHost int
+
+	// HTTPClient, if set, replaces the tuned HTTP client built from the
+	// fields above (ResponseHeaderTimeout and MaxIdleConnsPerHost are then
+	// ignored).
+	HTTPClient aws.HTTPClient
+	// Observe, if set, is called after every HTTP attempt (retries
+	// included), e.g. to count locus_origin_requests_total{status}. It runs
+	// on the request's goroutine and must not block.
+	Observe func(Attempt)
+}
+
+// Attempt describes one HTTP attempt made by an S3Store.
+type Attempt struct {
+	Method   string        // GET, HEAD
+	Status   int           // HTTP status; 0 when no response arrived
+	Err      error         // transport error, or nil
+	Duration time.Duration // until response headers (or the error)
+}
+
+// Defaults for S3Config.
+const (
+	DefaultS3MaxAttempts           = 5
+	DefaultS3BaseBackoff           = 100 * time.Millisecond
+	DefaultS3MaxBackoff            = 5 * time.Second
+	DefaultS3Timeout               = 30 * time.Second
+	DefaultS3ResponseHeaderTimeout = 10 * time.Second
+	DefaultS3MaxIdleConnsPerHost   = 256
+)
+
+func (c *S3Config) validate() error {
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultS3MaxAttempts
+	}
+	if c.BaseBackoff == 0 {
+		c.BaseBackoff = DefaultS3BaseBackoff
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = DefaultS3MaxBackoff
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultS3Timeout
+	}
+	if c.ResponseHeaderTimeout == 0 {
+		c.ResponseHeaderTimeout = DefaultS3ResponseHeaderTimeout
+	}
+	if c.MaxIdleConnsPerHost == 0 {
+		c.MaxIdleConnsPerHost = DefaultS3MaxIdleConnsPerHost
+	}
+	switch {
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("origin: S3Config.MaxAttempts = %d; want >= 1", c.MaxAttempts)
+	case c.BaseBackoff < 0 || c.MaxBackoff < 0 || c.Timeout < 0 || c.ResponseHeaderTimeout < 0:
+		return errors.New("origin: S3Config durations must not be negative")
+	case c.MaxBackoff < c.BaseBackoff:
+		return fmt.Errorf("origin: S3Config.MaxBackoff (%s) is below BaseBackoff (%s)", c.MaxBackoff, c.BaseBackoff)
+	case c.MaxIdleConnsPerHost < 0:
+		return errors.New("origin: S3Config.MaxIdleConnsPerHost must not be negative")
+	case c.AccessKeyID != "" && c.SecretAccessKey == "":
+		return errors.New("origin: S3Config.AccessKeyID is set without SecretAccessKey")
+	case c.AccessKeyID == "" && (c.SecretAccessKey != "" || c.SessionToken != ""):
+		return errors.New("origin: S3Config.SecretAccessKey/SessionToken are set without AccessKeyID")
+	}
+	if c.Endpoint != "" && !strings.HasPrefix(c.Endpoint, "http://") && !strings.HasPrefix(c.Endpoint, "https://") {
+		return fmt.Errorf("origin: S3Config.Endpoint %q must start with http:// or https://", c.Endpoint)
+	}
+	return nil
+}
+
+// S3Store serves s3:// URIs with aws-sdk-go-v2.
+//
+// Versions are ETags. ReadAt sends If-Match with the ETag and also checks
+// the ETag of the response, so bytes of a rewritten object are never
+// returned under the old version (even from a store that ignores If-Match).
+//
+// Flexible checksums: recent SDKs compute request checksums and validate
+// response checksums by default, sending headers that some S3-compatible
+// stores reject, and a ranged GET has no whole-object checksum to validate
+// anyway. The store sets both to "when required".
+type S3Store struct {
+	cfg    S3Config
+	client *s3.Client
+}
+
+// NewS3Store builds a client. It loads the standard AWS configuration
+// (environment, shared files) but makes no request.
+func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	httpClient := cfg.HTTPClient
+	if httpClient == nil {
+		httpClient = awshttp.NewBuildableClient().
+			WithDialerOptions(func(d *net.Dialer) { d.Timeout = 5 * time.Second }).
+			WithTransportOptions(func(t *http.Transport) {
+				t.MaxIdleConns = 4 * cfg.MaxIdleConnsPerHost
+				t.MaxIdleConnsPerHost = cfg.MaxIdleConnsPerHost
+				t.IdleConnTimeout = 90 * time.Second
+				t.ResponseHeaderTimeout = cfg.ResponseHeaderTimeout
+				t.DisableCompression = true // a Range applies to stored bytes
+			})
+	}
+	if cfg.Observe != nil {
+		httpClient = observingClient{inner: httpClient, observe: cfg.Observe}
+	}
+	opts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(httpClient),
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = cfg.MaxAttempts
+				o.MaxBackoff = cfg.MaxBackoff
+				o.BaseDelay = cfg.BaseBackoff
+			})
+		}),
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
+	}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	if cfg.AccessKeyID != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("origin: cannot load AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		awsCfg.Region = "us-east-1"
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = cfg.PathStyle
+	})
+	return &S3Store{cfg: cfg, client: client}, nil
+}
+
+// Client returns the underlying SDK client (for tests and tools).
+func (s *S3Store) Client() *s3.Client { return s.client }
+
+type observingClient struct {
+	inner   aws.HTTPClient
+	observe func(Attempt)
+}
+
+func (c observingClient) Do(r *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := c.inner.Do(r)
+	a := Attempt{Method: r.Method, Err: err, Duration: time.Since(start)}
+	if resp != nil {
+		a.Status = resp.StatusCode
+	}
+	c.observe(a)
+	return resp, err
+}
+
+func (s *S3Store) object(uri string) (URI, error) {
+	u, err := ParseURI(uri)
+	if err != nil {
+		return URI{}, err
+	}
+	if u.Scheme != SchemeS3 {
+		return URI{}, fmt.Errorf("%w: the S3 store cannot serve %q", ErrUnsupportedScheme, uri)
+	}
+	if u.Key == "" || strings.HasSuffix(u.Key, "/") {
+		return URI{}, fmt.Errorf("%w: %q names no object (empty key or trailing \"/\")", ErrInvalidURI, uri)
+	}
+	return u, nil
+}
+
+// withTimeout derives the context bounding one Store call.
+func (s *S3Store) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.Timeout)
+}
+
+// NormalizeETag returns the ETag in quoted form, as HeadObject and
+// GetObject return it and If-Match expects it.
+func NormalizeETag(etag string) string {
+	if etag == "" || strings.HasPrefix(etag, `"`) || strings.HasPrefix(etag, `W/"`) {
+		return etag
+	}
+	return `"` + etag + `"`
+}
+
+// Stat implements Store with HeadObject.
+func (s *S3Store) Stat(ctx context.Context, uri string) (Info, error) {
+	u, err := s.object(uri)
+	if err != nil {
+		return Info{}, err
+	}
+	opCtx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	return s.head(opCtx, ctx, u, "")
+}
+
+func (s *S3Store) head(opCtx, parent context.Context, u URI, ifMatch string) (Info, error) {
+	in := &s3.HeadObjectInput{Bucket: aws.String(u.Bucket), Key: aws.String(u.Key)}
+	if ifMatch != "" {
+		in.IfMatch = aws.String(ifMatch)
+	}
+	out, err := s.client.HeadObject(opCtx, in)
+	if err != nil {
+		return Info{}, s.mapErr(parent, "HEAD", u.String(), err)
+	}
+	info := Info{URI: u.String(), Size: aws.ToInt64(out.ContentLength), Version: NormalizeETag(aws.ToString(out.ETag))}
+	if out.LastModified != nil {
+		info.ModTime = *out.LastModified
+	}
+	if info.Version == "" {
+		return Info{}, fmt.Errorf("%w: HEAD %s", ErrNoVersion, u)
+	}
+	return info, nil
+}
+
+// ReadAt implements Store with a ranged GetObject carrying If-Match.
+// A response body that breaks off early is resumed (same If-Match) for the
+// missing bytes, within MaxAttempts and Timeout; a body shorter than its
+// Content-Range promised is never returned as data.
+func (s *S3Store) ReadAt(ctx context.Context, uri, version string, p []byte, off int64) (int, error) {
+	u, err := s.object(uri)
+	if err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("%w: offset %d of %s", ErrRange, off, uri)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	version = NormalizeETag(version)
+	opCtx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	n := 0
+	for attempt := 1; ; attempt++ {
+		m, err := s.getRange(opCtx, ctx, u, version, p[n:], off+int64(n))
+		n += m
+		var be *bodyError
+		if err == nil || err == io.EOF {
+			return n, err
+		}
+		if !errors.As(err, &be) {
+			if errors.Is(err, ErrVersionChanged) {
+				return 0, err
+			}
+			return n, err
+		}
+		if attempt >= s.cfg.MaxAttempts {
+			return n, fmt.Errorf("%w: GET %s: response body broke off %d times, last: %w", ErrUnavailable, uri, attempt, be.err)
+		}
+		if err := sleepCtx(opCtx, s.backoff(attempt)); err != nil {
+			return n, s.mapErr(ctx, "GET", uri, err)
+		}
+	}
+}
+
+func (s *S3Store) backoff(attempt int) time.Duration {
+	d := s.cfg.BaseBackoff << min(attempt-1, 20)
+	if d > s.cfg.MaxBackoff || d <= 0 {
+		d = s.cfg.MaxBackoff
+	}
+	return time.Duration(rand.Int64N(int64(d) + 1)) // full jitter
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// bodyError marks a failure while reading a response body (retryable by
+// ReadAt's own loop; the SDK only retries until headers arrive).
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return "reading response body: " + e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
+
+// getRange performs one GetObject for p at off and reads its body into p.
+func (s *S3Store) getRange(opCtx, parent context.Context, u URI, version string, p []byte, off int64) (int, error) {
+	rng := "bytes=" + strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+int64(len(p))-1, 10)
+	in := &s3.GetObjectInput{Bucket: aws.String(u.Bucket), Key: aws.String(u.Key), Range: aws.String(rng)}
+	if version != "" {
+		in.IfMatch = aws.String(version)
+	}
+	out, err := s.client.GetObject(opCtx, in)
+	if err != nil {
+		if httpStatus(err) == http.StatusRequestedRangeNotSatisfiable {
+			return 0, s.afterRangeNotSatisfiable(opCtx, parent, u, version, off)
+		}
+		return 0, s.mapErr(parent, "GET", u.String()+" "+rng, err)
+	}
+	defer out.Body.Close()
+	if version != "" {
+		if got := NormalizeETag(aws.ToString(out.ETag)); got != "" && got != version {
+			return 0, fmt.Errorf("%w: GET %s: asked for ETag %s, store sent %s", ErrVersionChanged, u, version, got)
+		}
+	}
+	want := int64(len(p)) // bytes expected in this body
+	if cr := aws.ToString(out.ContentRange); cr != "" {
+		start, end, _, ok := parseContentRange(cr)
+		if !ok || start != off || end < start {
+			return 0, fmt.Errorf("origin: GET %s %s: unexpected Content-Range %q", u, rng, cr)
+		}
+		want = min(want, end-start+1)
+	} else {
+		// The server ignored Range and sent the whole object (200).
+		total := aws.ToInt64(out.ContentLength)
+		if off >= total {
+			return 0, io.EOF
+		}
+		if _, err := io.CopyN(io.Discard, out.Body, off); err != nil {
+			return 0, &bodyError{err}
+		}
+		want = min(want, total-off)
+	}
+	n, err := io.ReadFull(out.Body, p[:want])
+	if err != nil {
+		if opCtx.Err() != nil {
+			return n, s.mapErr(parent, "GET", u.String()+" "+rng, opCtx.Err())
+		}
+		return n, &bodyError{err}
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// afterRangeNotSatisfiable handles 416, which S3 sends when off is at or
+// past the end. The object may have shrunk, and not every store checks
+// If-Match before Range, so a HEAD with If-Match tells a genuine end of
+// object (io.EOF) from a changed object (ErrVersionChanged).
+func (s *S3Store) afterRangeNotSatisfiable(opCtx, parent context.Context, u URI, version string, off int64) error {
+	info, err := s.head(opCtx, parent, u, version)
+	if err != nil {
+		return err
+	}
+	if off >= info.Size {
+		return io.EOF
+	}
+	return fmt.Errorf("%w: store answered 416 for offset %d of %s, which has %d bytes", ErrRange, off, u, info.Size)
+}
+
+// parseContentRange parses "bytes start-end/total" (total may be "*",
+// reported as -1).
+func parseContentRange(s string) (start, end, total int64, ok bool) {
+	s, found := strings.CutPrefix(s, "bytes ")
+	if !found {
+		return 0, 0, 0, false
+	}
+	rng, tot, found := strings.Cut(s, "/")
+	if !found {
+		return 0, 0, 0, false
+	}
+	a, b, found := strings.Cut(rng, "-")
+	if !found {
+		return 0, 0, 0, false
+	}
+	var err1, err2, err3 error
+	start, err1 = strconv.ParseInt(a, 10, 64)
+	end, err2 = strconv.ParseInt(b, 10, 64)
+	total = -1
+	if tot != "*" {
+		total, err3 = strconv.ParseInt(tot, 10, 64)
+	}
+	return start, end, total, err1 == nil && err2 == nil && err3 == nil
+}
+
+// List implements Store with ListObjectsV2. Keys ending in "/" (folder
+// markers) are skipped.
+func (s *S3Store) List(ctx context.Context, prefix string, fn func(Info) error) error {
+	u, err := ParseURI(prefix)
+	if err != nil {
+		return err
+	}
+	if u.Scheme != SchemeS3 {
+		return fmt.Errorf("%w: the S3 store cannot list %q", ErrUnsupportedScheme, prefix)
+	}
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(u.Bucket)}
+	if u.Key != "" {
+		in.Prefix = aws.String(u.Key)
+	}
+	pager := s3.NewListObjectsV2Paginator(s.client, in)
+	for pager.HasMorePages() {
+		opCtx, cancel := s.withTimeout(ctx)
+		page, err := pager.NextPage(opCtx)
+		cancel()
+		if err != nil {
+			return s.mapErr(ctx, "LIST", prefix, err)
+		}
+		for _, obj := range page.Contents {
+			key := aws.ToString(obj.Key)
+			if strings.HasSuffix(key, "/") {
+				continue
+			}
+			info := Info{
+				URI:     URI{Scheme: SchemeS3, Bucket: u.Bucket, Key: key}.String(),
+				Size:    aws.ToInt64(obj.Size),
+				Version: NormalizeETag(aws.ToString(obj.ETag)),
+			}
+			if obj.LastModified != nil {
+				info.ModTime = *obj.LastModified
+			}
+			if err := fn(info); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func httpStatus(err error) int {
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+// mapErr converts an SDK error into one wrapping this package's sentinels.
+// parent is the caller's context: when it is done the error is the
+// caller's cancellation, not a timeout of ours.
+func (s *S3Store) mapErr(parent context.Context, op, what string, err error) error {
+	if perr := parent.Err(); perr != nil && errors.Is(err, perr) {
+		return fmt.Errorf("origin: s3 %s %s: %w", op, what, err)
+	}
+	code := ""
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		code = apiErr.ErrorCode()
+	}
+	status := httpStatus(err)
+	switch {
+	case code == "NoSuchBucket":
+		return fmt.Errorf("%w: s3 %s %s: %w", ErrBucketNotFound, op, what, err)
+	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
+		return fmt.Errorf("%w: s3 %s %s: %w", ErrNotFound, op, what, err)
+	case code == "PreconditionFailed" || status == http.StatusPreconditionFailed:
+		return fmt.Errorf("%w: s3 %s %s: %w", ErrVersionChanged, op, what, err)
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || code == "AccessDenied" ||
+		code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
+		return fmt.Errorf("%w: s3 %s %s (check the credentials from the AWS chain): %w", ErrAccessDenied, op, what, err)
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		return fmt.Errorf("%w: s3 %s %s (timeout %s): %w", ErrTimeout, op, what, s.cfg.Timeout, errors.Join(context.DeadlineExceeded, err))
+	case status >= 500 || status == http.StatusTooManyRequests || isRetryExhausted(err):
+		return fmt.Errorf("%w: s3 %s %s: %w", ErrUnavailable, op, what, err)
+	}
+	return fmt.Errorf("origin: s3 %s %s: %w", op, what, err)
+}
+
+func isTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
+}
+
+func isRetryExhausted(err error) bool {
+	var me *retry.MaxAttemptsError
+	return errors.As(err, &me)
+}

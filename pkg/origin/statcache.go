@@ -1,0 +1,191 @@
+package origin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"golang.org/x/sync/singleflight"
+)
+
+// StatCacheConfig configures a StatCache.
+type StatCacheConfig struct {
+	// TTL is how long a Stat answer is trusted. After it expires the next
+	// Stat asks the store again (revalidation). A rewrite becomes visible
+	// within TTL; reads never mix versions regardless, because ReadAt
+	// carries the version. Default 5s.
+	TTL time.Duration
+	// MaxEntries bounds the cache; the least recently used entry goes
+	// first. Default 65536 (a few MiB).
+	MaxEntries int
+	// Now is the clock. Default time.Now; tests inject a fake.
+	Now func() time.Time
+}
+
+// Defaults for StatCacheConfig.
+const (
+	DefaultStatTTL        = 5 * time.Second
+	DefaultStatMaxEntries = 1 << 16
+)
+
+func (c *StatCacheConfig) validate() error {
+	if c.TTL == 0 {
+		c.TTL = DefaultStatTTL
+	}
+	if c.MaxEntries == 0 {
+		c.MaxEntries = DefaultStatMaxEntries
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.TTL < 0 {
+		return fmt.Errorf("origin: StatCacheConfig.TTL = %s; want > 0", c.TTL)
+	}
+	if c.MaxEntries < 0 {
+		return fmt.Errorf("origin: StatCacheConfig.MaxEntries = %d; want > 0", c.MaxEntries)
+	}
+	return nil
+}
+
+// StatCacheStats counts StatCache outcomes since creation.
+type StatCacheStats struct {
+	Hits          uint64 // answered from a fresh entry
+	Misses        uint64 // no entry: asked the store
+	Revalidations uint64 // entry expired: asked the store again
+	Changed       uint64 // a revalidation or a read found a new version
+	Entries       int    // entries held now
+}
+
+// StatCache is a Store that remembers Stat answers for a short TTL, so a
+// burst of reads of one object costs one HEAD instead of one per read.
+// ReadAt and List pass through, with two side effects: a ReadAt failing
+// with ErrVersionChanged drops the entry (the next Stat sees the new
+// version), and List refreshes the entries of the objects it lists.
+// Concurrent Stats of one URI that miss share one store call. Errors are
+// not cached. Safe for concurrent use.
+type StatCache struct {
+	store Store
+	cfg   StatCacheConfig
+	group singleflight.Group
+
+	mu  sync.Mutex                        // guards lru
+	lru *simplelru.LRU[string, statEntry] // uri → entry
+
+	hits, misses, revalidations, changed atomic.Uint64
+}
+
+type statEntry struct {
+	info    Info
+	expires time.Time
+}
+
+// NewStatCache wraps store.
+func NewStatCache(store Store, cfg StatCacheConfig) (*StatCache, error) {
+	if store == nil {
+		return nil, errors.New("origin: NewStatCache needs a store")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	lru, err := simplelru.NewLRU[string, statEntry](cfg.MaxEntries, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &StatCache{store: store, cfg: cfg, lru: lru}, nil
+}
+
+// Stat implements Store.
+func (c *StatCache) Stat(ctx context.Context, uri string) (Info, error) {
+	now := c.cfg.Now()
+	c.mu.Lock()
+	e, ok := c.lru.Get(uri)
+	c.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		c.hits.Add(1)
+		return e.info, nil
+	}
+	if ok {
+		c.revalidations.Add(1)
+	} else {
+		c.misses.Add(1)
+	}
+	ch := c.group.DoChan(uri, func() (any, error) {
+		// Detached from the first caller's cancellation so that one
+		// caller giving up does not fail the others; the store's own
+		// timeout still bounds the call.
+		info, err := c.store.Stat(context.WithoutCancel(ctx), uri)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				c.Invalidate(uri)
+			}
+			return Info{}, err
+		}
+		c.put(uri, info)
+		return info, nil
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return Info{}, r.Err
+		}
+		info := r.Val.(Info)
+		if ok && info.Version != e.info.Version {
+			c.changed.Add(1)
+		}
+		return info, nil
+	case <-ctx.Done():
+		return Info{}, ctx.Err()
+	}
+}
+
+func (c *StatCache) put(uri string, info Info) {
+	expires := c.cfg.Now().Add(c.cfg.TTL)
+	c.mu.Lock()
+	c.lru.Add(uri, statEntry{info: info, expires: expires})
+	c.mu.Unlock()
+}
+
+// Invalidate drops the entry for uri.
+func (c *StatCache) Invalidate(uri string) {
+	c.mu.Lock()
+	c.lru.Remove(uri)
+	c.mu.Unlock()
+}
+
+// ReadAt implements Store.
+func (c *StatCache) ReadAt(ctx context.Context, uri, version string, p []byte, off int64) (int, error) {
+	n, err := c.store.ReadAt(ctx, uri, version, p, off)
+	if err != nil && (errors.Is(err, ErrVersionChanged) || errors.Is(err, ErrNotFound)) {
+		c.Invalidate(uri)
+		if errors.Is(err, ErrVersionChanged) {
+			c.changed.Add(1)
+		}
+	}
+	return n, err
+}
+
+// List implements Store.
+func (c *StatCache) List(ctx context.Context, prefix string, fn func(Info) error) error {
+	return c.store.List(ctx, prefix, func(info Info) error {
+		c.put(info.URI, info)
+		return fn(info)
+	})
+}
+
+// Stats returns the counters.
+func (c *StatCache) Stats() StatCacheStats {
+	c.mu.Lock()
+	n := c.lru.Len()
+	c.mu.Unlock()
+	return StatCacheStats{
+		Hits:          c.hits.Load(),
+		Misses:        c.misses.Load(),
+		Revalidations: c.revalidations.Load(),
+		Changed:       c.changed.Load(),
+		Entries:       n,
+	}
+}
