@@ -1,0 +1,819 @@
+package placement
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Placer is the placement state machine. See the package documentation for
+// the ladder, the waits and the threading rule (not safe for concurrent
+// use: the caller serialises every call, for example under one mutex).
+type Placer struct {
+	cfg Config
+	now time.Time // latest time seen; earlier inputs are clamped to it
+
+	nodes    map[string]*node
+	nodeList []*node // every node ever seen, in first-seen order
+	racks    map[string]*rack
+	free     nodeSet // alive member nodes with a free slot
+	// aliveSlots is the total slots of alive member nodes (used or not).
+	aliveSlots int
+
+	tasks map[taskKey]*task // queued and running tasks
+	jobs  map[string]*jobState
+	idle  jobList // jobs with no queued or running task, oldest idle first
+
+	global Counters
+	exact  bool // the jobs' counters sum to global (no job forgotten, nothing imported)
+
+	heap   deadlineHeap // queued tasks with a level step still ahead
+	anyQ   list         // queued tasks at the "anywhere" level
+	queued int
+
+	dirty   []*node // nodes that gained free capacity since the last catch-up
+	outbox  []Assignment
+	leveled []*task // scratch for catchUp
+	seq     uint64
+	pool    []*task
+	fs      firstSeen
+	b       batchScratch
+}
+
+type taskKey struct{ job, id string }
+
+type taskState uint8
+
+const (
+	stateFree taskState = iota
+	stateQueued
+	stateRunning
+)
+
+// Ladder levels of a queued task: which placements it may take now.
+const (
+	levelData  = 0 // data-local only
+	levelRack  = 1 // data-local or rack-local
+	levelOther = 2 // anywhere
+)
+
+type task struct {
+	key       taskKey
+	job       *jobState
+	prefer    []*node
+	preferBuf [3]*node
+	owner     string
+	ownerRack *rack
+	wait      time.Duration
+	submitted time.Time
+	seq       uint64
+	state     taskState
+
+	// While queued.
+	level          uint8
+	rackAt, anyAt  time.Time // when the task reaches levelRack, levelOther
+	nextAt         time.Time // its next step (heap key)
+	heapIdx        int32
+	links          []link // one per preferred node: membership of node.waiters
+	linkBuf        [3]link
+	rackLink       link // membership of ownerRack.waiters (level >= levelRack)
+	anyLink        link // membership of Placer.anyQ (level == levelOther)
+	batchNode      int32
+	batchCandidate bool
+
+	// While running.
+	node    *node
+	loc     Locality
+	placed  time.Time
+	runLink link // membership of node.running
+}
+
+// levelAt is the ladder level the task has reached at now.
+func (t *task) levelAt(now time.Time) uint8 {
+	switch {
+	case !now.Before(t.anyAt):
+		return levelOther
+	case t.ownerRack != nil && !now.Before(t.rackAt):
+		return levelRack
+	}
+	return levelData
+}
+
+// nextStep is the time of the task's next level step, if any.
+func (t *task) nextStep() (time.Time, bool) {
+	switch {
+	case t.level == levelData && t.ownerRack != nil:
+		return t.rackAt, true
+	case t.level < levelOther:
+		return t.anyAt, true
+	}
+	return time.Time{}, false
+}
+
+type rack struct {
+	name    string
+	free    nodeSet // alive member nodes of this rack with a free slot
+	waiters list    // queued tasks at level >= levelRack owned in this rack
+}
+
+type node struct {
+	id      string
+	rack    *rack // nil: unknown rack
+	state   NodeState
+	member  bool // false: only named in a preference list, or removed
+	slots   int
+	used    int
+	waiters list // queued tasks that prefer this node
+	running list // tasks running here
+	freePos int32
+	rackPos int32
+	dirty   bool
+	// PlaceBatch scratch.
+	bEpoch uint32
+	bIdx   int32
+}
+
+// takes reports whether a new task may be placed on n now.
+func (n *node) takes() bool { return n.member && n.state == Alive && n.used < n.slots }
+
+// usable reports whether n could take tasks at all.
+func (n *node) usable() bool { return n.member && n.state == Alive && n.slots > 0 }
+
+type jobState struct {
+	name               string
+	c                  Counters
+	active             int // queued + running tasks
+	idlePrev, idleNext *jobState
+	inIdle             bool
+}
+
+type jobList struct{ head, tail *jobState }
+
+func (l *jobList) push(j *jobState) {
+	j.idlePrev, j.idleNext, j.inIdle = l.tail, nil, true
+	if l.tail != nil {
+		l.tail.idleNext = j
+	} else {
+		l.head = j
+	}
+	l.tail = j
+}
+
+func (l *jobList) remove(j *jobState) {
+	if !j.inIdle {
+		return
+	}
+	if j.idlePrev != nil {
+		j.idlePrev.idleNext = j.idleNext
+	} else {
+		l.head = j.idleNext
+	}
+	if j.idleNext != nil {
+		j.idleNext.idlePrev = j.idlePrev
+	} else {
+		l.tail = j.idlePrev
+	}
+	j.idlePrev, j.idleNext, j.inIdle = nil, nil, false
+}
+
+// New returns an empty placer. Errors: ErrInvalidConfig.
+func New(cfg Config) (*Placer, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Placer{
+		cfg:   cfg,
+		nodes: make(map[string]*node),
+		racks: make(map[string]*rack),
+		tasks: make(map[taskKey]*task),
+		jobs:  make(map[string]*jobState),
+		fs:    firstSeen{ttl: cfg.FirstSeenTTL, max: cfg.FirstSeenMax},
+		exact: true,
+	}, nil
+}
+
+func (p *Placer) clock(now time.Time) time.Time {
+	if now.After(p.now) {
+		p.now = now
+	}
+	return p.now
+}
+
+// ---- membership ----
+
+func (p *Placer) internNode(id string) *node {
+	if n := p.nodes[id]; n != nil {
+		return n
+	}
+	n := &node{id: id, freePos: -1, rackPos: -1}
+	p.nodes[id] = n
+	p.nodeList = append(p.nodeList, n)
+	return n
+}
+
+func (p *Placer) internRack(name string) *rack {
+	if name == "" {
+		return nil
+	}
+	if r := p.racks[name]; r != nil {
+		return r
+	}
+	r := &rack{name: name, free: nodeSet{rack: true}}
+	p.racks[name] = r
+	return r
+}
+
+// refresh puts n in or out of the free-slot indexes after any change.
+func (p *Placer) refresh(n *node) {
+	if n.takes() {
+		p.free.add(n)
+		if n.rack != nil {
+			n.rack.free.add(n)
+		}
+		if !n.dirty {
+			n.dirty = true
+			p.dirty = append(p.dirty, n)
+		}
+		return
+	}
+	p.free.remove(n)
+	if n.rack != nil {
+		n.rack.free.remove(n)
+	}
+}
+
+func checkNode(nd Node) error {
+	switch {
+	case nd.ID == "":
+		return fmt.Errorf("%w: empty id", ErrInvalidNode)
+	case nd.Slots < 0:
+		return fmt.Errorf("%w: node %q has %d slots", ErrInvalidNode, nd.ID, nd.Slots)
+	case nd.State > Dead:
+		return fmt.Errorf("%w: node %q has state %v", ErrInvalidNode, nd.ID, nd.State)
+	}
+	return nil
+}
+
+// UpsertNode adds a node or changes its rack, slots or state. A node turning
+// Dead loses its running tasks (returned, and counted Lost). Lowering Slots
+// below the running count keeps the running tasks; the node takes no new
+// task until it is below its slots again. Call Advance afterwards: new
+// capacity may let queued tasks run. Errors: ErrInvalidNode.
+func (p *Placer) UpsertNode(nd Node) ([]Lost, error) {
+	if err := checkNode(nd); err != nil {
+		return nil, err
+	}
+	return p.upsert(nd, nil), nil
+}
+
+func (p *Placer) upsert(nd Node, lost []Lost) []Lost {
+	n := p.internNode(nd.ID)
+	if n.member && n.state == Alive {
+		p.aliveSlots -= n.slots
+	}
+	if r := p.internRack(nd.Rack); r != n.rack {
+		if n.rack != nil {
+			n.rack.free.remove(n)
+		}
+		n.rack = r
+	}
+	n.member, n.state, n.slots = true, nd.State, nd.Slots
+	if n.state == Dead {
+		lost = p.loseAll(n, lost)
+	}
+	if n.state == Alive {
+		p.aliveSlots += n.slots
+	}
+	p.refresh(n)
+	return lost
+}
+
+// RemoveNode drops a node from the membership. Its running tasks are
+// returned as lost. Queued tasks that prefer it keep waiting for their other
+// preferred nodes and step down as usual. Unknown ids are ignored.
+func (p *Placer) RemoveNode(id string) []Lost {
+	n := p.nodes[id]
+	if n == nil || !n.member {
+		return nil
+	}
+	return p.remove(n, nil)
+}
+
+func (p *Placer) remove(n *node, lost []Lost) []Lost {
+	if n.state == Alive {
+		p.aliveSlots -= n.slots
+	}
+	n.member = false
+	p.refresh(n)
+	return p.loseAll(n, lost)
+}
+
+// SetNodes replaces the membership with nodes: listed nodes are upserted,
+// members not listed are removed. Running tasks of nodes that die or leave
+// are returned as lost (and counted). The call is all-or-nothing: on error
+// nothing changes. Call Advance afterwards. Errors: ErrInvalidNode.
+func (p *Placer) SetNodes(nodes []Node) ([]Lost, error) {
+	seen := make(map[string]bool, len(nodes))
+	for _, nd := range nodes {
+		if err := checkNode(nd); err != nil {
+			return nil, err
+		}
+		if seen[nd.ID] {
+			return nil, fmt.Errorf("%w: node %q listed twice", ErrInvalidNode, nd.ID)
+		}
+		seen[nd.ID] = true
+	}
+	var lost []Lost
+	for _, nd := range nodes {
+		lost = p.upsert(nd, lost)
+	}
+	for _, n := range p.nodeList {
+		if n.member && !seen[n.id] {
+			lost = p.remove(n, lost)
+		}
+	}
+	return lost, nil
+}
+
+// loseAll reports every task running on n as lost and frees its slots.
+func (p *Placer) loseAll(n *node, lost []Lost) []Lost {
+	for n.running.n > 0 {
+		t := n.running.front()
+		lost = append(lost, p.lose(t))
+	}
+	return lost
+}
+
+func (p *Placer) lose(t *task) Lost {
+	l := Lost{Job: t.key.job, Task: t.key.id, Node: t.node.id, Locality: t.loc, Placed: t.placed}
+	p.unrun(t)
+	for _, c := range [2]*Counters{&t.job.c, &p.global} {
+		lc := c.Level(t.loc)
+		lc.Running--
+		lc.Lost++
+	}
+	p.deactivate(t.job)
+	delete(p.tasks, t.key)
+	p.release(t)
+	return l
+}
+
+// Nodes returns the member nodes sorted by id, with their slot usage.
+func (p *Placer) Nodes() []NodeStatus {
+	out := make([]NodeStatus, 0, len(p.nodeList))
+	for _, n := range p.nodeList {
+		if !n.member {
+			continue
+		}
+		rk := ""
+		if n.rack != nil {
+			rk = n.rack.name
+		}
+		out = append(out, NodeStatus{
+			Node: Node{ID: n.id, Rack: rk, Slots: n.slots, State: n.state},
+			Used: n.used, Waiting: n.waiters.n,
+		})
+	}
+	slices.SortFunc(out, func(a, b NodeStatus) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// ---- jobs ----
+
+func (p *Placer) job(name string) *jobState {
+	if j := p.jobs[name]; j != nil {
+		return j
+	}
+	for len(p.jobs) >= p.cfg.MaxJobs && p.idle.head != nil {
+		old := p.idle.head
+		p.idle.remove(old)
+		delete(p.jobs, old.name)
+		p.exact = false
+	}
+	j := &jobState{name: name}
+	p.jobs[name] = j
+	p.idle.push(j)
+	return j
+}
+
+func (p *Placer) activate(j *jobState) {
+	if j.active == 0 {
+		p.idle.remove(j)
+	}
+	j.active++
+}
+
+func (p *Placer) deactivate(j *jobState) {
+	j.active--
+	if j.active == 0 {
+		p.idle.push(j)
+	}
+}
+
+// Counters returns a job's counters; the job "" means all jobs (the global
+// counters). Errors: ErrUnknownJob.
+func (p *Placer) Counters(job string) (Counters, error) {
+	if job == "" {
+		return p.global, nil
+	}
+	j := p.jobs[job]
+	if j == nil {
+		return Counters{}, fmt.Errorf("%w: %q", ErrUnknownJob, job)
+	}
+	return j.c, nil
+}
+
+// Jobs returns the names of the jobs that have counters, sorted.
+func (p *Placer) Jobs() []string {
+	out := make([]string, 0, len(p.jobs))
+	for name := range p.jobs {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Queued is the number of queued tasks; Running the number of running ones.
+func (p *Placer) Queued() int { return p.queued }
+
+// Running is the number of placed tasks holding a slot.
+func (p *Placer) Running() int { return len(p.tasks) - p.queued }
+
+// ---- tasks ----
+
+func (p *Placer) alloc() *task {
+	if n := len(p.pool); n > 0 {
+		t := p.pool[n-1]
+		p.pool = p.pool[:n-1]
+		return t
+	}
+	return &task{heapIdx: -1, batchNode: -1}
+}
+
+func (p *Placer) release(t *task) {
+	clear(t.preferBuf[:])
+	clear(t.linkBuf[:])
+	*t = task{heapIdx: -1, batchNode: -1}
+	if len(p.pool) < 1<<16 {
+		p.pool = append(p.pool, t)
+	}
+}
+
+func checkTask(t *Task) error {
+	switch {
+	case t.Job == "":
+		return fmt.Errorf("%w: empty job", ErrInvalidTask)
+	case t.ID == "":
+		return fmt.Errorf("%w: job %q: empty task id", ErrInvalidTask, t.Job)
+	case len(t.Prefer) > MaxPrefer:
+		return fmt.Errorf("%w: task %q: %d preferred nodes, at most %d", ErrInvalidTask, t.ID, len(t.Prefer), MaxPrefer)
+	}
+	for _, id := range t.Prefer {
+		if id == "" {
+			return fmt.Errorf("%w: task %q: empty node id in preference list", ErrInvalidTask, t.ID)
+		}
+	}
+	return nil
+}
+
+// newTask builds the record of a task submitted at now: its preference
+// list, the owner's rack, its first-seen time and its ladder.
+func (p *Placer) newTask(in *Task, now time.Time) *task {
+	t := p.alloc()
+	t.key = taskKey{in.Job, in.ID}
+	p.seq++
+	t.seq = p.seq
+	t.wait = in.Wait
+	t.prefer = t.preferBuf[:0]
+	hasData := false
+	for _, id := range in.Prefer {
+		n := p.internNode(id)
+		if slices.Contains(t.prefer, n) {
+			continue
+		}
+		t.prefer = append(t.prefer, n)
+		hasData = hasData || n.usable()
+	}
+	if len(t.prefer) > 0 {
+		t.owner = t.prefer[0].id
+		t.ownerRack = t.prefer[0].rack
+	}
+	t.submitted = now
+	if at, ok := p.fs.take(t.key, now); ok && at.Before(now) {
+		t.submitted = at
+	}
+	// The ladder: each level that can be satisfied costs one wait. A task
+	// whose preferred nodes are all unusable at submit time skips the
+	// data-local wait; one whose owner's rack is unknown has no rack level.
+	w := max(t.wait, 0)
+	cur := t.submitted
+	if hasData {
+		cur = cur.Add(w)
+	}
+	t.rackAt = cur
+	if t.ownerRack != nil {
+		cur = cur.Add(w)
+	}
+	t.anyAt = cur
+	t.level = t.levelAt(now)
+	return t
+}
+
+// best returns the best node t may take at its level: a preferred node
+// (owner first), then a node of the owner's rack, then any node; nil if
+// none has a free slot.
+func (p *Placer) best(t *task) *node {
+	for _, n := range t.prefer {
+		if n.takes() {
+			return n
+		}
+	}
+	if t.level >= levelRack && t.ownerRack != nil {
+		if n := t.ownerRack.free.pick(); n != nil {
+			return n
+		}
+	}
+	if t.level >= levelOther {
+		return p.free.pick()
+	}
+	return nil
+}
+
+func (t *task) classify(n *node) Locality {
+	if slices.Contains(t.prefer, n) {
+		return DataLocal
+	}
+	if t.ownerRack != nil && n.rack == t.ownerRack {
+		return RackLocal
+	}
+	return OtherLocal
+}
+
+// place runs t (queued or new) on n, which must take it.
+func (p *Placer) place(t *task, n *node, now time.Time) Assignment {
+	if t.state == stateQueued {
+		p.dequeue(t)
+	} else {
+		t.job = p.job(t.key.job)
+		p.activate(t.job)
+		p.tasks[t.key] = t
+	}
+	t.state = stateRunning
+	t.node = n
+	t.loc = t.classify(n)
+	t.placed = now
+	n.used++
+	n.running.pushBack(&t.runLink)
+	t.runLink.t = t
+	if n.used >= n.slots {
+		p.refresh(n)
+	}
+	for _, c := range [2]*Counters{&t.job.c, &p.global} {
+		lc := c.Level(t.loc)
+		lc.Placed++
+		lc.Running++
+	}
+	rk := ""
+	if n.rack != nil {
+		rk = n.rack.name
+	}
+	return Assignment{
+		Job: t.key.job, Task: t.key.id, Node: n.id, Rack: rk, Locality: t.loc,
+		Owner: t.owner, Submitted: t.submitted, Placed: now,
+	}
+}
+
+// unrun takes a running task off its node and frees the slot.
+func (p *Placer) unrun(t *task) {
+	n := t.node
+	n.running.remove(&t.runLink)
+	n.used--
+	p.refresh(n)
+}
+
+func (p *Placer) enqueue(t *task) {
+	t.state = stateQueued
+	t.job = p.job(t.key.job)
+	p.activate(t.job)
+	p.tasks[t.key] = t
+	t.job.c.Queued++
+	p.global.Queued++
+	p.queued++
+	if len(t.prefer) <= len(t.linkBuf) {
+		t.links = t.linkBuf[:len(t.prefer)]
+	} else {
+		t.links = make([]link, len(t.prefer))
+	}
+	for i, n := range t.prefer {
+		t.links[i].t = t
+		n.waiters.pushBack(&t.links[i])
+	}
+	t.rackLink.t, t.anyLink.t = t, t
+	p.enterLevel(t, levelData)
+}
+
+// enterLevel indexes t at its (new) level, coming from level old.
+func (p *Placer) enterLevel(t *task, old uint8) {
+	if old < levelRack && t.level >= levelRack && t.ownerRack != nil {
+		t.ownerRack.waiters.pushBack(&t.rackLink)
+	}
+	if old < levelOther && t.level == levelOther {
+		p.anyQ.pushBack(&t.anyLink)
+	}
+	if at, ok := t.nextStep(); ok {
+		t.nextAt = at
+		p.heap.push(t)
+	}
+}
+
+func (p *Placer) dequeue(t *task) {
+	for i, n := range t.prefer {
+		n.waiters.remove(&t.links[i])
+	}
+	t.links = nil
+	if t.rackLink.linked() {
+		t.ownerRack.waiters.remove(&t.rackLink)
+	}
+	if t.anyLink.linked() {
+		p.anyQ.remove(&t.anyLink)
+	}
+	p.heap.remove(t)
+	t.job.c.Queued--
+	p.global.Queued--
+	p.queued--
+	t.state = stateFree
+}
+
+// Submit offers one task at time now. If a slot its ladder allows at now is
+// free (DATA_LOCAL at once; lower levels only when the task's first-seen
+// time is old enough, or Wait <= 0), the task is placed and returned with
+// placed = true. Otherwise it is queued and a later Advance will place it
+// (placed = false). Submit first catches up with now (as Advance does); the
+// assignments of queued tasks made on the way are returned by the next
+// Advance. Errors: ErrInvalidTask, ErrDuplicateTask, ErrNoCapacity,
+// ErrQueueFull; on error nothing is queued.
+func (p *Placer) Submit(in Task, now time.Time) (a Assignment, placed bool, err error) {
+	now = p.clock(now)
+	if err := checkTask(&in); err != nil {
+		return a, false, err
+	}
+	if _, dup := p.tasks[taskKey{in.Job, in.ID}]; dup {
+		return a, false, fmt.Errorf("%w: job %q task %q", ErrDuplicateTask, in.Job, in.ID)
+	}
+	if p.aliveSlots == 0 {
+		return a, false, ErrNoCapacity
+	}
+	p.catchUp(now)
+	t := p.newTask(&in, now)
+	if n := p.best(t); n != nil {
+		return p.place(t, n, now), true, nil
+	}
+	if p.queued >= p.cfg.MaxQueued {
+		p.fs.remember(t.key, t.submitted, now)
+		p.release(t)
+		return a, false, fmt.Errorf("%w: %d tasks queued", ErrQueueFull, p.queued)
+	}
+	p.enqueue(t)
+	return a, false, nil
+}
+
+// Advance catches up with now and returns the assignments of queued tasks
+// made since the last Advance (including those made while catching up inside
+// Submit or PlaceBatch). Call it after every Complete, Cancel, SetNodes,
+// UpsertNode or RemoveNode, and when the time given by NextDeadline comes.
+//
+// Order of decisions: first, every node that gained a free slot gives it to
+// the oldest queued task that prefers it (DATA_LOCAL); then tasks whose wait
+// expired step down; then the remaining free slots of those nodes go to the
+// oldest task waiting at rack level in the node's rack (RACK_LOCAL), then
+// to the oldest task allowed anywhere; last, each task that just stepped
+// down takes a free slot of its owner's rack, or any free slot at the last
+// level. Afterwards no queued task has a free slot it may use.
+func (p *Placer) Advance(now time.Time) []Assignment {
+	p.catchUp(p.clock(now))
+	if len(p.outbox) == 0 {
+		return nil
+	}
+	out := p.outbox
+	p.outbox = nil
+	return out
+}
+
+// NextDeadline is the earliest time at which a queued task steps down a
+// level: the caller should call Advance then. ok is false when no queued
+// task has a step ahead.
+func (p *Placer) NextDeadline() (at time.Time, ok bool) { return p.heap.min() }
+
+func (p *Placer) catchUp(now time.Time) {
+	// 1. Freed slots go to their data-local waiters first.
+	for _, n := range p.dirty {
+		for n.waiters.n > 0 && n.takes() {
+			p.outbox = append(p.outbox, p.place(n.waiters.front(), n, now))
+		}
+	}
+	// 2. Expired waits step down.
+	p.leveled = p.leveled[:0]
+	for len(p.heap) > 0 && !p.heap[0].nextAt.After(now) {
+		t := p.heap[0]
+		p.heap.remove(t)
+		old := t.level
+		t.level = t.levelAt(now)
+		p.enterLevel(t, old)
+		p.leveled = append(p.leveled, t)
+	}
+	// 3. What is left of freed slots goes rack-local, then anywhere.
+	for _, n := range p.dirty {
+		n.dirty = false
+		if n.rack != nil {
+			for n.rack.waiters.n > 0 && n.takes() {
+				p.outbox = append(p.outbox, p.place(n.rack.waiters.front(), n, now))
+			}
+		}
+		for p.anyQ.n > 0 && n.takes() {
+			p.outbox = append(p.outbox, p.place(p.anyQ.front(), n, now))
+		}
+	}
+	clear(p.dirty)
+	p.dirty = p.dirty[:0]
+	// 4. Tasks that stepped down take any slot their new level allows.
+	for _, t := range p.leveled {
+		if t.state != stateQueued {
+			continue
+		}
+		if n := p.best(t); n != nil {
+			p.outbox = append(p.outbox, p.place(t, n, now))
+		}
+	}
+	clear(p.leveled)
+	p.leveled = p.leveled[:0]
+}
+
+func (p *Placer) lookup(job, id string) (*task, error) {
+	if p.jobs[job] == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownJob, job)
+	}
+	t := p.tasks[taskKey{job, id}]
+	if t == nil {
+		return nil, fmt.Errorf("%w: job %q task %q", ErrUnknownTask, job, id)
+	}
+	return t, nil
+}
+
+// Complete records that a running task finished: its slot is freed and its
+// outcome is counted against the locality it was placed with, which is
+// returned. Call Advance afterwards: a queued task may take the slot.
+// Errors: ErrInvalidOutcome (nothing changes), ErrUnknownJob,
+// ErrUnknownTask, ErrNotPlaced.
+func (p *Placer) Complete(job, id string, o Outcome) (Locality, error) {
+	if err := o.validate(); err != nil {
+		return 0, err
+	}
+	t, err := p.lookup(job, id)
+	if err != nil {
+		return 0, err
+	}
+	if t.state != stateRunning {
+		return 0, fmt.Errorf("%w: job %q task %q", ErrNotPlaced, job, id)
+	}
+	loc := t.loc
+	p.unrun(t)
+	for _, c := range [2]*Counters{&t.job.c, &p.global} {
+		lc := c.Level(loc)
+		lc.Running--
+		lc.Completed++
+		lc.Bytes += o.Bytes
+		lc.LocalHitBytes += o.LocalHit
+		lc.PeerHitBytes += o.PeerHit
+		lc.MissBytes += o.Miss
+		lc.TaskTime += o.Duration
+	}
+	p.deactivate(t.job)
+	delete(p.tasks, t.key)
+	p.release(t)
+	return loc, nil
+}
+
+// Cancel withdraws a task. A queued task is dropped and its first-seen time
+// remembered (Config.FirstSeenTTL), so a resubmission keeps its place on the
+// ladder: this is how the service defers tasks it will not wait for. A
+// running task (placed, but the caller could not deliver the placement) is
+// released and counted Lost. Call Advance afterwards. Errors: ErrUnknownJob,
+// ErrUnknownTask.
+func (p *Placer) Cancel(job, id string, now time.Time) error {
+	now = p.clock(now)
+	t, err := p.lookup(job, id)
+	if err != nil {
+		return err
+	}
+	if t.state == stateRunning {
+		p.lose(t)
+		return nil
+	}
+	p.dequeue(t)
+	p.deactivate(t.job)
+	delete(p.tasks, t.key)
+	p.fs.remember(t.key, t.submitted, now)
+	p.release(t)
+	return nil
+}

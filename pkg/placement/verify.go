@@ -1,0 +1,172 @@
+package placement
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Verify checks the placer's invariants and returns the first violation
+// found. It walks every node and task (O(nodes + tasks)); tests and the
+// simulator call it after every step. The invariants:
+//
+//   - no node runs more tasks than its slots, except tasks it was already
+//     running when its slots were lowered (then it takes none until below);
+//   - every running task is on a member node that is alive or draining;
+//   - the free-slot indexes hold exactly the alive member nodes with a free
+//     slot; the queue indexes hold exactly the queued tasks at their level;
+//   - counters add up: per level placed = completed + running + lost, the
+//     running and queued gauges match the tasks, and the jobs sum to the
+//     global counters (while no job was forgotten and nothing imported);
+//   - work conservation, once caught up (Advance(now) was called and no
+//     deadline is due): no queued task has a free slot its level allows.
+func (p *Placer) Verify() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	alive := 0
+	for _, n := range p.nodeList {
+		if n.member && n.state == Alive {
+			alive += n.slots
+		}
+		if n.used != n.running.n {
+			bad("node %s: used %d, running list %d", n.id, n.used, n.running.n)
+		}
+		if n.used > 0 && (!n.member || n.state == Dead) {
+			bad("node %s: %d tasks running on a dead or removed node", n.id, n.used)
+		}
+		inFree := n.freePos >= 0 && int(n.freePos) < len(p.free.nodes) && p.free.nodes[n.freePos] == n
+		if inFree != n.takes() || (n.freePos >= 0) != inFree {
+			bad("node %s: in free index %v, takes tasks %v", n.id, inFree, n.takes())
+		}
+		if n.rack != nil {
+			inRack := n.rackPos >= 0 && int(n.rackPos) < len(n.rack.free.nodes) && n.rack.free.nodes[n.rackPos] == n
+			if inRack != n.takes() {
+				bad("node %s: in rack %s free index %v, takes tasks %v", n.id, n.rack.name, inRack, n.takes())
+			}
+		}
+	}
+	if alive != p.aliveSlots {
+		bad("alive slots %d, counted %d", p.aliveSlots, alive)
+	}
+	if len(p.free.nodes) != countFree(p.nodeList) {
+		bad("free index has %d nodes, %d take tasks", len(p.free.nodes), countFree(p.nodeList))
+	}
+
+	caughtUp := len(p.dirty) == 0
+	if at, ok := p.heap.min(); ok && !at.After(p.now) {
+		caughtUp = false
+	}
+	var running [NumLocalities]int64
+	queued, inHeap, inAny := 0, 0, 0
+	jobs := map[*jobState][2]int{}
+	for k, t := range p.tasks {
+		if t.key != k {
+			bad("task %v indexed under %v", t.key, k)
+		}
+		if p.jobs[k.job] != t.job {
+			bad("task %v: job record not indexed", k)
+		}
+		c := jobs[t.job]
+		switch t.state {
+		case stateRunning:
+			running[t.loc-1]++
+			c[0]++
+			if !t.runLink.linked() || t.node == nil {
+				bad("task %v: running but not on a node", k)
+			}
+		case stateQueued:
+			queued++
+			c[1]++
+			for i, n := range t.prefer {
+				if !t.links[i].linked() {
+					bad("task %v: not in waiters of %s", k, n.id)
+				}
+				if caughtUp && n.takes() {
+					bad("task %v: queued while preferred node %s has a free slot", k, n.id)
+				}
+			}
+			wantRack := t.level >= levelRack && t.ownerRack != nil
+			if t.rackLink.linked() != wantRack {
+				bad("task %v: level %d, in rack queue %v", k, t.level, t.rackLink.linked())
+			}
+			if t.anyLink.linked() != (t.level == levelOther) {
+				bad("task %v: level %d, in any queue %v", k, t.level, t.anyLink.linked())
+			}
+			if t.anyLink.linked() {
+				inAny++
+			}
+			if _, ok := t.nextStep(); ok != (t.heapIdx >= 0) {
+				bad("task %v: level %d, in deadline heap %v", k, t.level, t.heapIdx >= 0)
+			} else if ok {
+				inHeap++
+				if p.heap[t.heapIdx] != t {
+					bad("task %v: heap index broken", k)
+				}
+			}
+			if caughtUp && wantRack && len(t.ownerRack.free.nodes) > 0 {
+				bad("task %v: waiting at rack level (since %v) while rack %s has a free slot on %s",
+					k, t.rackAt, t.ownerRack.name, t.ownerRack.free.nodes[0].id)
+			}
+			if caughtUp && t.level == levelOther && len(p.free.nodes) > 0 {
+				bad("task %v: waiting at any level (since %v) while %s has a free slot", k, t.anyAt, p.free.nodes[0].id)
+			}
+		default:
+			bad("task %v: indexed in state %d", k, t.state)
+		}
+		jobs[t.job] = c
+	}
+	if queued != p.queued || int64(queued) != p.global.Queued {
+		bad("queued: %d tasks, counter %d, gauge %d", queued, p.queued, p.global.Queued)
+	}
+	if inHeap != len(p.heap) || inAny != p.anyQ.n {
+		bad("heap %d (want %d), any queue %d (want %d)", len(p.heap), inHeap, p.anyQ.n, inAny)
+	}
+	var sum Counters
+	for name, j := range p.jobs {
+		c := jobs[j]
+		if j.active != c[0]+c[1] {
+			bad("job %s: active %d, has %d running + %d queued", name, j.active, c[0], c[1])
+		}
+		if (j.active == 0) != j.inIdle {
+			bad("job %s: active %d, idle-listed %v", name, j.active, j.inIdle)
+		}
+		if j.c.Queued != int64(c[1]) {
+			bad("job %s: queued gauge %d, has %d", name, j.c.Queued, c[1])
+		}
+		for _, l := range Localities {
+			if err := j.c.Level(l).check(); err != nil {
+				bad("job %s %v: %v", name, l, err)
+			}
+		}
+		addCounters(&sum, j.c)
+	}
+	for _, l := range Localities {
+		g := p.global.Level(l)
+		if err := g.check(); err != nil {
+			bad("global %v: %v", l, err)
+		}
+		if g.Running != running[l-1] {
+			bad("global %v: running gauge %d, %d tasks running", l, g.Running, running[l-1])
+		}
+	}
+	if p.exact && sum != p.global {
+		bad("jobs sum to %+v, global is %+v", sum, p.global)
+	}
+	return errors.Join(errs...)
+}
+
+func countFree(nodes []*node) int {
+	n := 0
+	for _, x := range nodes {
+		if x.takes() {
+			n++
+		}
+	}
+	return n
+}
+
+func addCounters(dst *Counters, c Counters) {
+	for _, l := range Localities {
+		dst.Level(l).add(*c.Level(l))
+	}
+	dst.Queued += c.Queued
+}
