@@ -1,0 +1,211 @@
+package cache
+
+import (
+	"fmt"
+	"math/bits"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/locuscache/locus/pkg/cache/policy"
+)
+
+// maxBufClasses is the number of fetch buffer pools (runs of 1, 2, 4, ...
+// pages).
+const maxBufClasses = 32
+
+// Cache is a node-local page cache. All methods are safe for concurrent
+// use. See the package documentation for the design.
+type Cache struct {
+	cfg          Config
+	origin       Origin
+	objects      *objectTable
+	shards       []shard
+	shardShift   uint
+	slots        []slotMeta
+	store        store      // nil: no slots, reads pass through
+	disk         *diskStore // the SSD tier, when Dir is set
+	hist         *history
+	window       int // pages a read plans at once
+	verifyAlways bool
+
+	maxFetchPages int
+	states        sync.Pool // *readState
+	bufs          [maxBufClasses]sync.Pool
+
+	// life is read-locked by every call and write-locked by Close, so Close
+	// waits for calls in progress (and their pins) before unmapping.
+	life   sync.RWMutex
+	closed bool // guarded by life
+
+	seq              atomic.Uint64 // last page write sequence number
+	degraded         atomic.Pointer[string]
+	originRequests   atomic.Int64
+	originBytes      atomic.Int64
+	originErrors     atomic.Int64
+	writeErrors      atomic.Int64
+	uncacheable      atomic.Int64
+	invalidatedPages atomic.Int64
+
+	reindexed   int64
+	reindexTime time.Duration
+}
+
+// New opens a cache. With Config.Dir set it creates or re-opens the slab
+// files there and re-indexes the pages they hold (a warm restart: the
+// cache serves them at once). If the disk is too full to preallocate the
+// slabs, New still succeeds: the cache uses the slabs that fit, or passes
+// reads through to the origin, and says so in Stats.Degraded.
+//
+// Errors: ErrInvalidConfig (also for a nil Origin), ErrBadDir,
+// ErrDirLocked, and I/O errors opening the slab files.
+func New(cfg Config) (*Cache, error) {
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Origin == nil {
+		return nil, fmt.Errorf("%w: Origin is nil", ErrInvalidConfig)
+	}
+	c := &Cache{
+		cfg:           cfg,
+		origin:        cfg.Origin,
+		objects:       newObjectTable(cfg.PageSize),
+		verifyAlways:  cfg.Verify == VerifyAlways,
+		maxFetchPages: int(cfg.MaxFetchBytes / int64(cfg.PageSize)),
+	}
+	c.window = c.maxFetchPages * cfg.FetchParallelism
+	c.states.New = func() any { return &readState{} }
+	if cfg.Dir != "" {
+		ds, reason, err := openDiskStore(cfg.Dir, cfg.CapacityBytes, cfg.SlabSize, cfg.PageSize, cfg.hooks, cfg.Logger)
+		if err != nil {
+			return nil, err
+		}
+		c.disk = ds
+		if ds.nslots() > 0 {
+			c.store = ds
+		}
+		if reason != "" {
+			c.degraded.Store(&reason)
+		}
+	} else {
+		c.store = newMemStore(int(cfg.MemoryBytes/int64(cfg.PageSize)), cfg.PageSize)
+	}
+	nslots := 0
+	if c.store != nil {
+		nslots = c.store.nslots()
+	}
+	if err := c.makeShards(nslots); err != nil {
+		c.closeStores()
+		return nil, err
+	}
+	hp := cfg.HistoryPages
+	if hp == 0 {
+		hp = max(4*nslots, 4096)
+	}
+	c.hist = newHistory(hp)
+	start := time.Now()
+	if err := c.loadSlots(); err != nil {
+		c.closeStores()
+		return nil, err
+	}
+	c.reindexTime = time.Since(start)
+	if c.reindexed > 0 {
+		cfg.Logger.Info("cache: warm restart", "dir", cfg.Dir, "pages", c.reindexed, "took", c.reindexTime)
+	}
+	return c, nil
+}
+
+// makeShards creates the shards and their policies for nslots slots.
+func (c *Cache) makeShards(nslots int) error {
+	n := c.cfg.Shards
+	if n == 0 {
+		n = min(4*runtime.GOMAXPROCS(0), 256)
+	}
+	n = min(n, max(1, nslots/minSlotsPerShard))
+	n = 1 << (bits.Len(uint(n)) - 1) // round down to a power of two
+	c.shardShift = uint(64 - bits.TrailingZeros(uint(n)))
+	c.shards = make([]shard, n)
+	c.slots = make([]slotMeta, nslots)
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.flights = make(map[uint64]*flight)
+		quota := c.quota(i)
+		if quota == 0 {
+			continue
+		}
+		var err error
+		seed := c.cfg.Seed + uint64(i)
+		if c.cfg.NewPolicy != nil {
+			sh.pol, err = c.cfg.NewPolicy(quota, seed)
+		} else {
+			sh.pol, err = policy.ByName(c.cfg.Policy, quota, seed)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: policy for shard %d: %w", ErrInvalidConfig, i, err)
+		}
+		sh.index = make(map[uint64]uint32, quota)
+	}
+	return nil
+}
+
+// quota is how many slots shard i owns: the policy's capacity.
+func (c *Cache) quota(i int) int {
+	n, ns := len(c.slots), len(c.shards)
+	q := n / ns
+	if i < n%ns {
+		q++
+	}
+	return q
+}
+
+// writeFailed counts a failed slab write and degrades the cache: it stops
+// storing new pages (reads of cached pages and pass-through reads go on).
+func (c *Cache) writeFailed(err error) {
+	c.writeErrors.Add(1)
+	reason := fmt.Sprintf("slab write failed, no new pages are cached: %v", err)
+	if c.degraded.CompareAndSwap(nil, &reason) {
+		c.cfg.Logger.Error("cache degraded to pass-through for new pages", "dir", c.cfg.Dir, "err", err)
+	}
+}
+
+// Invalidate drops every cached page of uri, whatever its version, so the
+// next read of it goes to the origin (miss cause MissInvalidated). Their
+// headers are cleared on disk: they do not come back after a restart. It
+// returns the number of pages dropped.
+func (c *Cache) Invalidate(uri string) (int, error) {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return 0, ErrClosed
+	}
+	o := c.objects.remove(uri)
+	if o == nil {
+		return 0, nil
+	}
+	return c.dropObject(o), nil
+}
+
+// Close waits for reads in progress, then releases the slab files and the
+// directory lock. Pages stay on disk for the next New. Close is
+// idempotent; every later call returns ErrClosed.
+func (c *Cache) Close() error {
+	c.life.Lock()
+	defer c.life.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	return c.closeStores()
+}
+
+func (c *Cache) closeStores() error {
+	var err error
+	if c.disk != nil {
+		err = c.disk.close()
+	} else if c.store != nil {
+		err = c.store.close()
+	}
+	return err
+}

@@ -1,0 +1,192 @@
+package cache
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/locuscache/locus/pkg/cache/policy"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	// DefaultPageSize is 1 MiB: large enough that per-page index and policy
+	// memory is a rounding error next to the data (about 100 bytes per MiB),
+	// small enough that a Parquet column chunk read fetches little it does
+	// not need.
+	DefaultPageSize = 1 << 20
+	// DefaultSlabSize is 1 GiB: a thousand 1 MiB slots per file, so a 1 TiB
+	// cache is a thousand files, each mapped once.
+	DefaultSlabSize = 1 << 30
+	// DefaultMaxFetchBytes bounds one origin request: 8 MiB is where S3 GET
+	// throughput levels off, and it bounds the memory one fill holds.
+	DefaultMaxFetchBytes = 8 << 20
+	// DefaultFetchParallelism is how many origin requests one read keeps in
+	// flight for the runs of missing pages it needs.
+	DefaultFetchParallelism = 4
+	// DefaultPolicy is the policy used when Config.Policy is empty.
+	DefaultPolicy = policy.DefaultName
+
+	// MinPageSize is the smallest page size accepted (tests use it to make
+	// index cost, which is per page, cheap to measure).
+	MinPageSize = 512
+	// MaxPageSize is the largest page size accepted.
+	MaxPageSize = 64 << 20
+	// maxFetchBytes bounds Config.MaxFetchBytes.
+	maxFetchBytes = 1 << 30
+	// maxShards bounds Config.Shards.
+	maxShards = 1024
+	// minSlotsPerShard keeps shards from being so small that hash imbalance
+	// wastes capacity.
+	minSlotsPerShard = 16
+)
+
+// VerifyMode says when a cached page's data checksum is checked.
+type VerifyMode int
+
+const (
+	// VerifyFirstRead checks a page the first time it is read after it was
+	// re-indexed from disk at start-up; a page this process wrote itself is
+	// trusted (its checksum was computed from the buffer it copied). This
+	// is the default: it meets "every page is verified before it is served
+	// from disk contents this process did not write" at no steady-state
+	// cost.
+	VerifyFirstRead VerifyMode = iota
+	// VerifyAlways checks the checksum on every read. Reads of 1 MiB pages
+	// get about twice as slow; use it where the disk is not trusted.
+	VerifyAlways
+)
+
+// Config configures a Cache. The zero value of every field but the sizes
+// means "use the default"; New validates the Config and fills the defaults.
+type Config struct {
+	// Origin is where missing pages come from. Required.
+	Origin Origin
+	// Dir is the cache directory holding the slab files. Empty means a
+	// RAM-only cache of MemoryBytes (or CapacityBytes when MemoryBytes is
+	// 0). The directory is created if missing; it must be writable and must
+	// not be used by another cache at the same time (New takes a lock).
+	Dir string
+	// CapacityBytes is the disk budget: the slab files (page data, page
+	// headers and the per-slab superblock) add up to at most this many
+	// bytes. It is a hard limit: files are preallocated at start and never
+	// grow. Required when Dir is set.
+	CapacityBytes int64
+	// MemoryBytes is the RAM budget for page data. With Dir empty it is the
+	// cache's whole capacity. With Dir set it sizes a RAM tier that keeps
+	// copies of the hottest disk pages (a page read twice since it was
+	// written is promoted; the RAM tier evicts with CLOCK). 0 = no RAM tier.
+	MemoryBytes int64
+	// PageSize is the unit of caching, in bytes: a multiple of 512 between
+	// MinPageSize and MaxPageSize. Default DefaultPageSize (1 MiB). A cache
+	// directory written with another page size is discarded at start.
+	PageSize int
+	// SlabSize is the size of one slab file. Default DefaultSlabSize (1 GiB),
+	// lowered to CapacityBytes for a smaller cache.
+	SlabSize int64
+	// Shards is the number of lock shards (rounded down to a power of two).
+	// Default 4 per CPU, at most 1024, and fewer when the cache is so small
+	// that a shard would hold fewer than 16 pages.
+	Shards int
+	// Policy names the admission/eviction policy: "locus" (default) or "lru"
+	// (see policy.Names). Each shard runs its own instance.
+	Policy string
+	// NewPolicy, if set, builds each shard's policy instead of Policy (for
+	// tests and experiments). capacity is the shard's page count.
+	NewPolicy func(capacity int, seed uint64) (policy.Policy, error)
+	// Seed seeds the policies (shard i uses Seed+i). Same seed, same
+	// decisions.
+	Seed uint64
+	// MaxFetchBytes bounds one origin request: a run of missing pages is
+	// fetched in requests of at most this many bytes (rounded down to whole
+	// pages, at least one page). Default DefaultMaxFetchBytes.
+	MaxFetchBytes int64
+	// FetchParallelism is how many origin requests one read runs at once.
+	// Default DefaultFetchParallelism.
+	FetchParallelism int
+	// HistoryPages is how many evicted pages the miss classifier remembers
+	// (a rotating Bloom filter, about 1.25 bytes per page): a miss on a page
+	// in the history is a capacity miss, otherwise a cold one. Default 4x
+	// the page capacity, at least 4096.
+	HistoryPages int
+	// Verify says when data checksums are checked. Default VerifyFirstRead.
+	Verify VerifyMode
+	// MissRatioCurve turns on the SHARDS estimator of the hit ratio the
+	// cache would have at 0.25x, 0.5x, 2x and 4x its capacity (Stats.Sizing).
+	// It samples about 1% of pages; off by default.
+	MissRatioCurve bool
+	// Logger receives start-up, degradation and corruption messages.
+	// Default slog.Default().
+	Logger *slog.Logger
+
+	// hooks lets tests inject failures; nil in production.
+	hooks *hooks
+}
+
+// validate returns cfg with defaults filled, or an error wrapping
+// ErrInvalidConfig.
+func (cfg Config) validate() (Config, error) {
+	bad := func(format string, a ...any) (Config, error) {
+		return cfg, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, a...)...)
+	}
+	if cfg.CapacityBytes < 0 || cfg.MemoryBytes < 0 || cfg.SlabSize < 0 || cfg.MaxFetchBytes < 0 {
+		return bad("sizes must not be negative (capacity %d, memory %d, slab %d, max fetch %d)",
+			cfg.CapacityBytes, cfg.MemoryBytes, cfg.SlabSize, cfg.MaxFetchBytes)
+	}
+	if cfg.Shards < 0 || cfg.FetchParallelism < 0 || cfg.HistoryPages < 0 || cfg.PageSize < 0 {
+		return bad("counts must not be negative")
+	}
+	if cfg.PageSize == 0 {
+		cfg.PageSize = DefaultPageSize
+	}
+	if cfg.PageSize < MinPageSize || cfg.PageSize > MaxPageSize || cfg.PageSize%512 != 0 {
+		return bad("page size %d must be a multiple of 512 in [%d, %d]", cfg.PageSize, MinPageSize, MaxPageSize)
+	}
+	if cfg.Dir == "" {
+		if cfg.MemoryBytes == 0 {
+			cfg.MemoryBytes = cfg.CapacityBytes
+		}
+		cfg.CapacityBytes = 0
+		if cfg.MemoryBytes < int64(cfg.PageSize) {
+			return bad("a RAM-only cache (no Dir) needs MemoryBytes of at least one page (%d), got %d", cfg.PageSize, cfg.MemoryBytes)
+		}
+	} else if cfg.CapacityBytes <= 0 {
+		return bad("CapacityBytes must be set when Dir is set")
+	}
+	if cfg.SlabSize == 0 {
+		cfg.SlabSize = DefaultSlabSize
+	}
+	if cfg.Dir != "" && cfg.SlabSize > cfg.CapacityBytes {
+		cfg.SlabSize = cfg.CapacityBytes
+	}
+	if cfg.Policy == "" {
+		cfg.Policy = DefaultPolicy
+	}
+	if cfg.NewPolicy == nil {
+		if _, err := policy.ByName(cfg.Policy, 1, 0); err != nil {
+			return bad("%v", err)
+		}
+	}
+	if cfg.MaxFetchBytes == 0 {
+		cfg.MaxFetchBytes = DefaultMaxFetchBytes
+	}
+	if cfg.MaxFetchBytes > maxFetchBytes {
+		return bad("MaxFetchBytes %d above the maximum %d", cfg.MaxFetchBytes, maxFetchBytes)
+	}
+	cfg.MaxFetchBytes -= cfg.MaxFetchBytes % int64(cfg.PageSize)
+	if cfg.MaxFetchBytes < int64(cfg.PageSize) {
+		cfg.MaxFetchBytes = int64(cfg.PageSize)
+	}
+	if cfg.FetchParallelism == 0 {
+		cfg.FetchParallelism = DefaultFetchParallelism
+	}
+	if cfg.Shards > maxShards {
+		return bad("Shards %d above the maximum %d", cfg.Shards, maxShards)
+	}
+	if cfg.Verify != VerifyFirstRead && cfg.Verify != VerifyAlways {
+		return bad("unknown Verify mode %d", cfg.Verify)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return cfg, nil
+}

@@ -1,0 +1,558 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+)
+
+// How a read serves one page.
+const (
+	refHit  = iota // resident: the slot is pinned
+	refOwn         // missing: this read leads the flight and fetches it
+	refWait        // missing: another read's flight fetches it
+)
+
+type pageRef struct {
+	fl   *flight
+	page int64
+	slot uint32
+	kind uint8
+}
+
+// fetchRun is refs[i:i+n]: consecutive pages this read fetches with one
+// origin request.
+type fetchRun struct {
+	i, n int
+	buf  *fetchBuf // the leader's reference, released after delivery
+}
+
+// readState is the scratch of one read, pooled so that hits do not
+// allocate.
+type readState struct {
+	refs []pageRef
+	runs []fetchRun
+}
+
+// sink receives the bytes of a read in offset order: into dst (Get),
+// through fn (View), or nowhere (Prefetch).
+type sink struct {
+	dst []byte
+	fn  func([]byte) error
+	n   int
+}
+
+func (s *sink) put(p []byte) error {
+	if s.fn != nil {
+		return s.fn(p)
+	}
+	if s.dst != nil {
+		copy(s.dst[s.n:], p)
+	}
+	s.n += len(p)
+	return nil
+}
+
+// Get copies bytes [off, off+length) of obj into dst, serving cached pages
+// from the cache and fetching missing ones from the origin (one request
+// per contiguous run of missing pages, at most Config.MaxFetchBytes each).
+// A range that runs past the end of the object is truncated: the result's
+// Bytes says how many bytes were copied. dst must hold them.
+//
+// Errors: ErrInvalidObject, ErrInvalidRange, ErrOutOfRange, ErrShortBuffer,
+// ErrClosed, ErrShortRead, the context's error, or the origin's error
+// (wrapped; errors.Is(err, ErrVersionChanged) holds when the origin refused
+// a changed object). On error dst holds a prefix of the range.
+func (c *Cache) Get(ctx context.Context, obj Object, off, length int64, dst []byte) (ReadResult, error) {
+	s := sink{dst: dst}
+	if dst == nil {
+		s.dst = []byte{}
+	}
+	return c.read(ctx, obj, off, length, &s)
+}
+
+// View calls fn with the bytes of [off, off+length) of obj, in order, in
+// one or more slices (at most one page each). A slice of a cached page is
+// the cache's own memory: it is valid only during the call, must not be
+// modified (a disk page is mapped read-only) and must not be retained. The
+// page is pinned during the call so eviction cannot reuse it. A huge range
+// is served in bounded memory: at most FetchParallelism x MaxFetchBytes of
+// fetched data is held at once. If fn returns an error, View stops and
+// returns it. fn must not call Close.
+//
+// Errors are those of Get, without ErrShortBuffer, plus fn's.
+func (c *Cache) View(ctx context.Context, obj Object, off, length int64, fn func(p []byte) error) (ReadResult, error) {
+	if fn == nil {
+		return ReadResult{}, fmt.Errorf("%w: nil View callback", ErrInvalidRange)
+	}
+	s := sink{fn: fn}
+	return c.read(ctx, obj, off, length, &s)
+}
+
+// Prefetch makes sure the pages of [off, off+length) of obj are cached,
+// fetching the missing ones, and returns when they are (or with the first
+// error). Its result counts the pages that were already cached as hits.
+func (c *Cache) Prefetch(ctx context.Context, obj Object, off, length int64) (ReadResult, error) {
+	var s sink
+	return c.read(ctx, obj, off, length, &s)
+}
+
+func (c *Cache) read(ctx context.Context, obj Object, off, length int64, s *sink) (res ReadResult, err error) {
+	if err := obj.validate(); err != nil {
+		return res, err
+	}
+	end, err := clampRange(obj.Size, off, length)
+	if err != nil {
+		return res, err
+	}
+	if s.dst != nil && int64(len(s.dst)) < end-off {
+		return res, fmt.Errorf("%w: %d bytes for a %d-byte read", ErrShortBuffer, len(s.dst), end-off)
+	}
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return res, ErrClosed
+	}
+	if end == off {
+		return res, nil
+	}
+	o, stale := c.objects.lookup(obj)
+	if stale != nil {
+		c.dropObject(stale)
+	}
+	st := c.states.Get().(*readState)
+	defer c.states.Put(st)
+	first, last := pageSpan(off, end, c.cfg.PageSize)
+	corrupt := int64(-1)
+	for p := first; p <= last; {
+		wl := min(last, p+int64(c.window)-1)
+		next, wasCorrupt, err := c.readWindow(ctx, st, o, obj, off, end, p, wl, corrupt, s, &res)
+		if err != nil {
+			return res, err
+		}
+		corrupt = -1
+		if wasCorrupt {
+			corrupt = next
+		}
+		p = next
+	}
+	return res, nil
+}
+
+// readWindow serves pages [from, to]. It returns the page to continue
+// from: to+1, or an earlier page to retry (a corrupt page, or a page whose
+// leader was cancelled).
+func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Object, off, end, from, to, corrupt int64, s *sink, res *ReadResult) (next int64, wasCorrupt bool, err error) {
+	ps := c.cfg.PageSize
+	refs := st.refs[:0]
+	for p := from; p <= to; p++ {
+		lo, hi := within(off, end, ps, p)
+		refs = append(refs, c.plan(o, p, p == corrupt, int64(hi-lo)))
+	}
+	st.refs = refs
+	runs := st.runs[:0]
+	for i := 0; i < len(refs); {
+		if refs[i].kind != refOwn {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(refs) && refs[j].kind == refOwn && j-i < c.maxFetchPages {
+			j++
+		}
+		runs = append(runs, fetchRun{i: i, n: j - i})
+		i = j
+	}
+	st.runs = runs
+	c.fetchAll(ctx, o, obj, refs, runs)
+
+	next = to + 1
+	i := 0
+	for ; i < len(refs) && err == nil; i++ {
+		r := &refs[i]
+		lo, hi := within(off, end, ps, r.page)
+		if r.kind == refHit {
+			data, ok := c.hitData(r.slot)
+			if !ok {
+				c.dropCorrupt(o, r.page, r.slot, int64(hi-lo))
+				c.slots[r.slot].pins.Add(-1)
+				next, wasCorrupt = r.page, true
+				i++
+				break
+			}
+			err = s.put(data[lo:hi])
+			c.slots[r.slot].pins.Add(-1)
+			res.Bytes += int64(hi - lo)
+			res.HitBytes += int64(hi - lo)
+			res.HitPages++
+			continue
+		}
+		fl := r.fl
+		if r.kind == refWait {
+			select {
+			case <-fl.done:
+			case <-ctx.Done():
+				// Leave the flight: its leader adds a buffer reference for
+				// us that is never dropped; the buffer goes to the garbage
+				// collector instead of the pool.
+				r.fl = nil
+				err = ctx.Err()
+				continue
+			}
+			if fl.err != nil && isContextErr(fl.err) && ctx.Err() == nil {
+				// Our leader gave up; we did not. Fetch it ourselves.
+				releaseBuf(fl.buf, &c.bufs)
+				next = r.page
+				i++
+				break
+			}
+		}
+		if fl.err != nil {
+			err = fl.err
+		} else {
+			err = s.put(fl.data[lo:hi])
+			res.Bytes += int64(hi - lo)
+			res.MissBytes += int64(hi - lo)
+			res.Misses[fl.cause].Pages++
+			res.Misses[fl.cause].Bytes += int64(hi - lo)
+		}
+		if r.kind == refWait {
+			releaseBuf(fl.buf, &c.bufs)
+		}
+	}
+	// Release what was not delivered.
+	for ; i < len(refs); i++ {
+		r := &refs[i]
+		switch r.kind {
+		case refHit:
+			c.slots[r.slot].pins.Add(-1)
+		case refWait:
+			select {
+			case <-r.fl.done:
+				releaseBuf(r.fl.buf, &c.bufs)
+			default: // see above: the buffer goes to the garbage collector
+			}
+		}
+	}
+	for k := range runs {
+		releaseBuf(runs[k].buf, &c.bufs)
+		runs[k].buf = nil
+	}
+	clear(refs) // drop flight pointers so the pool does not keep them
+	return next, wasCorrupt, err
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// plan looks page p of o up and pins it, joins its flight, or starts one.
+// bytes is how much of the page the read wants (for the counters).
+func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64) pageRef {
+	pk := pageKey(o, p)
+	k := mix64(pk)
+	sh := c.shardFor(k)
+	sh.mu.Lock()
+	if slot, ok := sh.index[pk]; ok {
+		if c.slots[slot].obj == o {
+			sh.pol.Touch(k)
+			c.slots[slot].pins.Add(1)
+			sh.st.hitPages++
+			sh.st.hitBytes += bytes
+			sh.mu.Unlock()
+			return pageRef{kind: refHit, page: p, slot: slot}
+		}
+		// Same id, another object: only after 2^32 objects. Drop the old one.
+		sh.pol.Remove(k)
+		c.unlink(sh, pk, slot)
+	}
+	if fl := sh.flights[pk]; fl != nil {
+		if sh.pol != nil {
+			sh.pol.Touch(k)
+		}
+		fl.waiters++
+		sh.st.misses[fl.cause].Pages++
+		sh.st.misses[fl.cause].Bytes += bytes
+		sh.mu.Unlock()
+		return pageRef{kind: refWait, page: p, fl: fl}
+	}
+	cause := MissCorrupt
+	if !corrupt {
+		cause = c.hist.classify(o, p)
+	}
+	if sh.pol != nil && sh.pol.Touch(k) {
+		sh.pol.Remove(k) // resident in the policy only: cannot happen, but heal
+	}
+	fl := &flight{done: make(chan struct{}), cause: cause}
+	sh.flights[pk] = fl
+	sh.st.misses[cause].Pages++
+	sh.st.misses[cause].Bytes += bytes
+	sh.mu.Unlock()
+	return pageRef{kind: refOwn, page: p, fl: fl}
+}
+
+// hitData returns the pinned slot's page, checking its checksum when it
+// has not been checked yet (or always, with VerifyAlways). ok is false for
+// a corrupt page.
+func (c *Cache) hitData(slot uint32) ([]byte, bool) {
+	m := &c.slots[slot]
+	data := c.store.page(slot)[:m.length]
+	f := m.flags.Load()
+	if f&flagVerified != 0 && !c.verifyAlways {
+		return data, true
+	}
+	if f&flagPopulated == 0 {
+		c.store.populate(slot)
+		m.flags.Or(flagPopulated)
+	}
+	if !c.store.durable() {
+		return data, true
+	}
+	if checksum(data) != m.crc {
+		return nil, false
+	}
+	m.flags.Or(flagVerified)
+	return data, true
+}
+
+// dropCorrupt removes a page that failed its checksum, if it is still the
+// one indexed, and turns the hit the plan counted into a corrupt miss.
+func (c *Cache) dropCorrupt(o *object, p int64, slot uint32, bytes int64) {
+	pk := pageKey(o, p)
+	sh := c.shardFor(mix64(pk))
+	sh.mu.Lock()
+	sh.st.hitPages--
+	sh.st.hitBytes -= bytes
+	if cur, ok := sh.index[pk]; !ok || cur != slot || c.slots[slot].obj != o {
+		sh.mu.Unlock()
+		return
+	}
+	sh.st.corrupt++
+	c.cfg.Logger.Warn("cache: page failed its checksum; dropped, refetching",
+		"uri", o.URI, "version", o.Version, "page", p, "slot", slot)
+	c.dropAndClear(sh, pk, slot)
+}
+
+// fetchAll fetches every run, at most FetchParallelism at once, and
+// returns when every flight of this read is complete.
+func (c *Cache) fetchAll(ctx context.Context, o *object, obj Object, refs []pageRef, runs []fetchRun) {
+	if len(runs) == 0 {
+		return
+	}
+	if len(runs) == 1 || c.cfg.FetchParallelism == 1 {
+		for i := range runs {
+			c.fetchRun(ctx, o, obj, refs, &runs[i])
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	var next atomic.Int32
+	for range min(c.cfg.FetchParallelism, len(runs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(runs) {
+					return
+				}
+				c.fetchRun(ctx, o, obj, refs, &runs[i])
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// fetchRun reads one run from the origin with one request, stores its
+// pages and completes their flights.
+func (c *Cache) fetchRun(ctx context.Context, o *object, obj Object, refs []pageRef, run *fetchRun) {
+	ps := int64(c.cfg.PageSize)
+	p0 := refs[run.i].page
+	off := p0 * ps
+	n := int(min(int64(run.n)*ps, obj.Size-off))
+	buf := c.getBuf(run.n)
+	b := buf.b[:n]
+	err := ctx.Err()
+	if err == nil {
+		c.originRequests.Add(1)
+		var got int
+		got, err = c.origin.ReadAt(ctx, obj, b, off)
+		if got == n && errors.Is(err, io.EOF) {
+			err = nil
+		}
+		if err == nil && got < n {
+			err = fmt.Errorf("%w: %q version %q bytes [%d, %d): got %d", ErrShortRead, obj.URI, obj.Version, off, off+int64(n), got)
+		} else if err != nil {
+			err = fmt.Errorf("cache: origin read of %q version %q bytes [%d, %d): %w", obj.URI, obj.Version, off, off+int64(n), err)
+		}
+	}
+	if err != nil {
+		c.originErrors.Add(1)
+		for i := run.i; i < run.i+run.n; i++ {
+			r := &refs[i]
+			pk := pageKey(o, r.page)
+			sh := c.shardFor(mix64(pk))
+			sh.mu.Lock()
+			completeFlight(sh, pk, r.fl, nil, nil, err)
+			sh.mu.Unlock()
+		}
+		releaseBuf(buf, &c.bufs)
+		return
+	}
+	c.originBytes.Add(int64(n))
+	for i := run.i; i < run.i+run.n; i++ {
+		r := &refs[i]
+		lo := (r.page - p0) * ps
+		c.storePage(o, r.page, b[lo:lo+int64(pageLen(obj.Size, c.cfg.PageSize, r.page))], r.fl, buf)
+	}
+	run.buf = buf
+}
+
+// storePage offers a fetched page to the policy, writes it to a slot if
+// admitted, publishes it in the index and completes its flight.
+func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetchBuf) {
+	pk := pageKey(o, p)
+	k := mix64(pk)
+	sh := c.shardFor(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.pol == nil || !o.cacheable || c.degraded.Load() != nil || o.dead.Load() {
+		if !o.cacheable {
+			c.uncacheable.Add(1)
+		}
+		completeFlight(sh, pk, fl, data, buf, nil)
+		return
+	}
+	var admitted bool
+	sh.victims, admitted = sh.pol.Insert(k, sh.victims[:0])
+	for _, v := range sh.victims {
+		if v != k {
+			c.evict(sh, v)
+		}
+	}
+	if !admitted {
+		sh.st.rejected++
+		c.hist.add(evictedFP(o, p)) // seen, not kept: a later miss is a capacity miss
+		completeFlight(sh, pk, fl, data, buf, nil)
+		return
+	}
+	slot, ok := c.alloc(sh)
+	if !ok { // every free slot is pinned by readers
+		sh.pol.Remove(k)
+		completeFlight(sh, pk, fl, data, buf, nil)
+		return
+	}
+	o.pages.Add(1)
+	if o.dead.Load() {
+		o.pages.Add(-1)
+		sh.pol.Remove(k)
+		sh.free = append(sh.free, slot)
+		completeFlight(sh, pk, fl, data, buf, nil)
+		return
+	}
+	m := &c.slots[slot]
+	headerValid := m.flags.Load()&flagHeader != 0
+	sh.mu.Unlock()
+
+	// The slot is ours: reserved, in no index, free list or pending list.
+	durable := c.store.durable()
+	h := pageHeader{uri: o.URI, version: o.Version, size: o.Size, page: p, length: uint32(len(data))}
+	if durable {
+		h.crc = checksum(data)
+		h.seq = c.seq.Add(1)
+	}
+	werr := c.store.write(slot, &h, data, headerValid)
+	flags := uint32(flagVerified)
+	if durable {
+		flags |= flagHeader // written, or in an unknown state after an error
+	}
+	m.flags.Store(flags)
+	if werr != nil {
+		c.writeFailed(werr)
+	}
+
+	sh.mu.Lock()
+	if werr != nil || fl.revoked || o.dead.Load() {
+		o.pages.Add(-1)
+		sh.pol.Remove(k)
+		if werr == nil && o.dead.Load() && durable {
+			// Invalidated while we wrote: the header must not survive.
+			m.pins.Add(1)
+			sh.pending = append(sh.pending, slot)
+			sh.mu.Unlock()
+			if c.store.clear(slot) == nil {
+				m.flags.And(^uint32(flagHeader))
+			}
+			m.pins.Add(-1)
+			sh.mu.Lock()
+		} else {
+			sh.free = append(sh.free, slot)
+		}
+		completeFlight(sh, pk, fl, data, buf, nil)
+		return
+	}
+	if old, ok := sh.index[pk]; ok { // id reuse after 2^32 objects
+		c.unlink(sh, pk, old)
+	}
+	m.obj, m.page, m.length, m.crc = o, uint32(p), uint32(len(data)), h.crc
+	sh.index[pk] = slot
+	sh.st.resident++
+	sh.st.usedBytes += int64(len(data))
+	completeFlight(sh, pk, fl, data, buf, nil)
+}
+
+// dropObject removes every resident page of an object that left the table
+// (a new version, or Invalidate), clears their headers, and remembers them
+// as invalidated for miss classification. It returns how many pages it
+// dropped.
+func (c *Cache) dropObject(o *object) int {
+	const scanHistory = 1 << 16 // pages checked against the eviction history
+	dropped := 0
+	for p := int64(0); p < o.npages; p++ {
+		if o.pages.Load() == 0 && p >= scanHistory {
+			break
+		}
+		pk := pageKey(o, p)
+		sh := c.shardFor(mix64(pk))
+		sh.mu.Lock()
+		if slot, ok := sh.index[pk]; ok && c.slots[slot].obj == o {
+			c.hist.add(invalidatedFP(o, p))
+			dropped++
+			c.dropAndClear(sh, pk, slot)
+			continue
+		}
+		sh.mu.Unlock()
+		if p < scanHistory && c.hist.contains(evictedFP(o, p)) {
+			c.hist.add(invalidatedFP(o, p))
+		}
+	}
+	c.invalidatedPages.Add(int64(dropped))
+	return dropped
+}
+
+// getBuf returns a buffer for a run of n pages holding one reference.
+// Buffers are pooled by power-of-two page counts.
+func (c *Cache) getBuf(n int) *fetchBuf {
+	class := 0
+	for 1<<class < n {
+		class++
+	}
+	b, _ := c.bufs[class].Get().(*fetchBuf)
+	if b == nil {
+		b = &fetchBuf{b: make([]byte, (1<<class)*c.cfg.PageSize), class: uint8(class)}
+	}
+	b.refs.Store(1)
+	return b
+}
+
+// releaseBuf drops one reference to b (nil is ignored); the last one
+// returns b to its pool.
+func releaseBuf(b *fetchBuf, pools *[maxBufClasses]sync.Pool) {
+	if b == nil || b.refs.Add(-1) != 0 {
+		return
+	}
+	pools[b.class].Put(b)
+}

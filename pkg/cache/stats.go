@@ -1,0 +1,108 @@
+package cache
+
+import "time"
+
+// Stats is a snapshot of the cache's counters and gauges. Counters count
+// from New; they are sums of per-shard counters and are consistent within
+// a shard, not across shards.
+type Stats struct {
+	// Mode is "disk", "ram" or "pass-through" (no slots at all).
+	Mode string
+	// Degraded is set when the cache stopped storing new pages (a full or
+	// failing disk); DegradedReason says why. Reads keep working.
+	Degraded       bool
+	DegradedReason string
+
+	PageSize int
+	// CapacityPages is the number of page slots; CapacityBytes their data
+	// bytes. DiskBytes is the size of the slab files (data, headers and
+	// superblocks), never more than Config.CapacityBytes.
+	CapacityPages int64
+	CapacityBytes int64
+	DiskBytes     int64
+	// ResidentPages are cached; UsedBytes is their data length.
+	ResidentPages int64
+	UsedBytes     int64
+	// Objects is the number of interned objects (URI, version).
+	Objects int
+
+	HitPages, HitBytes int64
+	// Misses by cause, indexed by MissCause.
+	Misses [NumMissCauses]MissCount
+
+	OriginRequests, OriginBytes, OriginErrors int64
+	// Evictions counts pages the policy pushed out; Rejected counts fetched
+	// pages the admission policy refused.
+	Evictions, Rejected int64
+	// CorruptPages failed their checksum; InvalidatedPages were dropped for
+	// a new version or by Invalidate.
+	CorruptPages, InvalidatedPages int64
+	// WriteErrors counts failed slab writes; Uncacheable counts pages not
+	// cached because their key does not fit a page header.
+	WriteErrors, Uncacheable int64
+
+	// ReindexedPages were found on disk at start; ReindexDuration is how
+	// long that took.
+	ReindexedPages  int64
+	ReindexDuration time.Duration
+
+	// Sizing estimates the hit ratio at other capacities (nil unless
+	// Config.MissRatioCurve).
+	Sizing []SizingPoint
+}
+
+// SizingPoint is one point of the estimated hit-ratio curve.
+type SizingPoint struct {
+	CapacityPages int64
+	HitRatio      float64
+}
+
+// Stats returns a snapshot of the counters.
+func (c *Cache) Stats() Stats {
+	s := Stats{
+		PageSize:         c.cfg.PageSize,
+		CapacityPages:    int64(len(c.slots)),
+		CapacityBytes:    int64(len(c.slots)) * int64(c.cfg.PageSize),
+		Objects:          c.objects.len(),
+		OriginRequests:   c.originRequests.Load(),
+		OriginBytes:      c.originBytes.Load(),
+		OriginErrors:     c.originErrors.Load(),
+		WriteErrors:      c.writeErrors.Load(),
+		Uncacheable:      c.uncacheable.Load(),
+		InvalidatedPages: c.invalidatedPages.Load(),
+		ReindexedPages:   c.reindexed,
+		ReindexDuration:  c.reindexTime,
+	}
+	switch {
+	case c.store == nil:
+		s.Mode = "pass-through"
+	case c.disk != nil:
+		s.Mode = "disk"
+	default:
+		s.Mode = "ram"
+	}
+	if c.disk != nil {
+		s.DiskBytes = c.disk.diskBytes()
+	}
+	if r := c.degraded.Load(); r != nil {
+		s.Degraded, s.DegradedReason = true, *r
+	}
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		st := sh.st
+		sh.mu.Unlock()
+		s.HitPages += st.hitPages
+		s.HitBytes += st.hitBytes
+		for j := range s.Misses {
+			s.Misses[j].Pages += st.misses[j].Pages
+			s.Misses[j].Bytes += st.misses[j].Bytes
+		}
+		s.Evictions += st.evictions
+		s.Rejected += st.rejected
+		s.CorruptPages += st.corrupt
+		s.ResidentPages += st.resident
+		s.UsedBytes += st.usedBytes
+	}
+	return s
+}
