@@ -34,7 +34,7 @@ type Placer struct {
 
 	dirty   []*node // nodes that gained free capacity since the last catch-up
 	outbox  []Assignment
-	leveled []*task // scratch for catchUp
+	leveled []*task // tasks that stepped down, to be placed by catchUp
 	seq     uint64
 	pool    []*task
 	fs      firstSeen
@@ -255,19 +255,22 @@ func checkNode(nd Node) error {
 	return nil
 }
 
-// UpsertNode adds a node or changes its rack, slots or state. A node turning
-// Dead loses its running tasks (returned, and counted Lost). Lowering Slots
-// below the running count keeps the running tasks; the node takes no new
-// task until it is below its slots again. Call Advance afterwards: new
-// capacity may let queued tasks run. Errors: ErrInvalidNode.
-func (p *Placer) UpsertNode(nd Node) ([]Lost, error) {
+// UpsertNode adds a node or changes its rack, slots or state at time now.
+// A node turning Dead loses its running tasks (returned, and counted Lost).
+// Lowering Slots below the running count keeps the running tasks; the node
+// takes no new task until it is below its slots again. When a node stops
+// taking tasks (draining, dead, 0 slots), queued tasks none of whose
+// preferred nodes can take tasks any more end their data-local wait now.
+// Call Advance afterwards: new capacity may let queued tasks run. Errors:
+// ErrInvalidNode.
+func (p *Placer) UpsertNode(nd Node, now time.Time) ([]Lost, error) {
 	if err := checkNode(nd); err != nil {
 		return nil, err
 	}
-	return p.upsert(nd, nil), nil
+	return p.upsert(nd, p.clock(now), nil), nil
 }
 
-func (p *Placer) upsert(nd Node, lost []Lost) []Lost {
+func (p *Placer) upsert(nd Node, now time.Time, lost []Lost) []Lost {
 	n := p.internNode(nd.ID)
 	if n.member && n.state == Alive {
 		p.aliveSlots -= n.slots
@@ -286,34 +289,67 @@ func (p *Placer) upsert(nd Node, lost []Lost) []Lost {
 		p.aliveSlots += n.slots
 	}
 	p.refresh(n)
+	p.hopeless(n, now)
 	return lost
 }
 
-// RemoveNode drops a node from the membership. Its running tasks are
-// returned as lost. Queued tasks that prefer it keep waiting for their other
-// preferred nodes and step down as usual. Unknown ids are ignored.
-func (p *Placer) RemoveNode(id string) []Lost {
+// hopeless ends the data-local wait of n's waiters when n cannot take tasks
+// and neither can any other node they prefer: waiting for a dead or
+// draining node buys nothing.
+func (p *Placer) hopeless(n *node, now time.Time) {
+	if n.usable() {
+		return
+	}
+	n.waiters.each(func(t *task) {
+		if t.level != levelData {
+			return
+		}
+		for _, m := range t.prefer {
+			if m.usable() {
+				return
+			}
+		}
+		if shift := t.rackAt.Sub(now); shift > 0 {
+			t.rackAt = now
+			t.anyAt = t.anyAt.Add(-shift)
+		}
+		old := t.level
+		t.level = t.levelAt(now)
+		p.heap.remove(t)
+		p.enterLevel(t, old)
+		p.leveled = append(p.leveled, t)
+	})
+}
+
+// RemoveNode drops a node from the membership at time now. Its running
+// tasks are returned as lost. Queued tasks that prefer it keep waiting for
+// their other preferred nodes, or end their data-local wait if none is
+// left (as in UpsertNode). Unknown ids are ignored.
+func (p *Placer) RemoveNode(id string, now time.Time) []Lost {
 	n := p.nodes[id]
 	if n == nil || !n.member {
 		return nil
 	}
-	return p.remove(n, nil)
+	return p.remove(n, p.clock(now), nil)
 }
 
-func (p *Placer) remove(n *node, lost []Lost) []Lost {
+func (p *Placer) remove(n *node, now time.Time, lost []Lost) []Lost {
 	if n.state == Alive {
 		p.aliveSlots -= n.slots
 	}
 	n.member = false
 	p.refresh(n)
+	p.hopeless(n, now)
 	return p.loseAll(n, lost)
 }
 
-// SetNodes replaces the membership with nodes: listed nodes are upserted,
-// members not listed are removed. Running tasks of nodes that die or leave
-// are returned as lost (and counted). The call is all-or-nothing: on error
-// nothing changes. Call Advance afterwards. Errors: ErrInvalidNode.
-func (p *Placer) SetNodes(nodes []Node) ([]Lost, error) {
+// SetNodes replaces the membership at time now with nodes: listed nodes are
+// upserted, members not listed are removed (see UpsertNode and RemoveNode).
+// Running tasks of nodes that die or leave are returned as lost (and
+// counted). The call is all-or-nothing: on error nothing changes. Call
+// Advance afterwards. Errors: ErrInvalidNode.
+func (p *Placer) SetNodes(nodes []Node, now time.Time) ([]Lost, error) {
+	now = p.clock(now)
 	seen := make(map[string]bool, len(nodes))
 	for _, nd := range nodes {
 		if err := checkNode(nd); err != nil {
@@ -326,11 +362,11 @@ func (p *Placer) SetNodes(nodes []Node) ([]Lost, error) {
 	}
 	var lost []Lost
 	for _, nd := range nodes {
-		lost = p.upsert(nd, lost)
+		lost = p.upsert(nd, now, lost)
 	}
 	for _, n := range p.nodeList {
 		if n.member && !seen[n.id] {
-			lost = p.remove(n, lost)
+			lost = p.remove(n, now, lost)
 		}
 	}
 	return lost, nil
@@ -712,8 +748,8 @@ func (p *Placer) catchUp(now time.Time) {
 			p.outbox = append(p.outbox, p.place(n.waiters.front(), n, now))
 		}
 	}
-	// 2. Expired waits step down.
-	p.leveled = p.leveled[:0]
+	// 2. Expired waits step down (joining those whose preferred nodes all
+	// became unusable, queued by hopeless).
 	for len(p.heap) > 0 && !p.heap[0].nextAt.After(now) {
 		t := p.heap[0]
 		p.heap.remove(t)

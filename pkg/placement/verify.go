@@ -51,7 +51,7 @@ func (p *Placer) Verify() error {
 		bad("free index has %d nodes, %d take tasks", len(p.free.nodes), countFree(p.nodeList))
 	}
 
-	caughtUp := len(p.dirty) == 0
+	caughtUp := len(p.dirty) == 0 && len(p.leveled) == 0
 	if at, ok := p.heap.min(); ok && !at.After(p.now) {
 		caughtUp = false
 	}

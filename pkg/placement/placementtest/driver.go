@@ -75,7 +75,7 @@ func (d *Driver) run(c Command, b *strings.Builder) error {
 			if err != nil {
 				return err
 			}
-			lost, err := d.P.UpsertNode(nd)
+			lost, err := d.P.UpsertNode(nd, d.Now)
 			if err != nil {
 				return err
 			}
@@ -91,7 +91,7 @@ func (d *Driver) run(c Command, b *strings.Builder) error {
 			}
 			nodes = append(nodes, nd)
 		}
-		lost, err := d.P.SetNodes(nodes)
+		lost, err := d.P.SetNodes(nodes, d.Now)
 		if err != nil {
 			return err
 		}
@@ -104,7 +104,7 @@ func (d *Driver) run(c Command, b *strings.Builder) error {
 				return fmt.Errorf("unknown node %q", id)
 			}
 			nd.State = st
-			lost, err := d.P.UpsertNode(nd)
+			lost, err := d.P.UpsertNode(nd, d.Now)
 			if err != nil {
 				return err
 			}
@@ -112,7 +112,7 @@ func (d *Driver) run(c Command, b *strings.Builder) error {
 		}
 	case "remove":
 		for _, id := range c.Args {
-			d.printLost(b, d.P.RemoveNode(id))
+			d.printLost(b, d.P.RemoveNode(id, d.Now))
 		}
 	case "submit":
 		t := placement.Task{Job: job}
@@ -244,7 +244,7 @@ func (d *Driver) run(c Command, b *strings.Builder) error {
 		for i, n := range nodes {
 			ns[i] = n.Node
 		}
-		if _, err := p.SetNodes(ns); err != nil {
+		if _, err := p.SetNodes(ns, d.Now); err != nil {
 			return err
 		}
 		if err := p.Import(st); err != nil {
@@ -259,7 +259,7 @@ func (d *Driver) run(c Command, b *strings.Builder) error {
 	for _, a := range d.P.Advance(d.Now) {
 		d.printAssign(b, a)
 	}
-	if at, ok := d.P.NextDeadline(); ok && c.Verb == "advance" {
+	if at, ok := d.P.NextDeadline(); ok && (c.Verb == "advance" || c.Verb == "submit" || c.Verb == "batch") {
 		fmt.Fprintf(b, "next deadline %s\n", d.rel(at))
 	}
 	return nil
