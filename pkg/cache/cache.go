@@ -180,11 +180,11 @@ func (c *Cache) Invalidate(uri string) (int, error) {
 	if c.closed {
 		return 0, ErrClosed
 	}
-	o := c.objects.remove(uri)
-	if o == nil {
-		return 0, nil
+	n := 0
+	for _, o := range c.objects.remove(uri) {
+		n += c.dropObject(o)
 	}
-	return c.dropObject(o), nil
+	return n, nil
 }
 
 // Close waits for reads in progress, then releases the slab files and the

@@ -85,7 +85,7 @@ func (h *history) classify(o *object, p int64) MissCause {
 	switch {
 	case h.contains(evictedFP(o, p)):
 		return MissCapacity
-	case h.contains(invalidatedFP(o, p)):
+	case o.replaced || h.contains(invalidatedFP(o, p)):
 		return MissInvalidated
 	}
 	return MissCold

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -17,31 +18,48 @@ type object struct {
 	uriHash   uint64 // of URI alone: the invalidation fingerprints
 	npages    int64
 	cacheable bool // false: key too long for a page header, or too many pages
+	// replaced is set when the URI had another version when this one was
+	// interned: its cold misses are classified as invalidated.
+	replaced bool
 
 	// pages counts resident pages (and pages being written). An object
 	// whose count is 0 may be collected; see objectTable.sweep.
 	pages atomic.Int64
-	// dead is set when the object left the table (new version, Invalidate,
-	// collection). A page of a dead object is never inserted.
+	// dead is set when the object left the table (another version was
+	// confirmed, the origin refused this one, Invalidate, collection). A
+	// page of a dead object is never inserted.
 	dead atomic.Bool
 }
 
-// objectTable interns objects. Ids are never reused before 2^32 objects
-// have been interned; readers nevertheless check that the slot they found
-// belongs to their *object, so even a reused id cannot serve wrong bytes.
+// maxVersions bounds the unconfirmed versions kept per URI.
+const maxVersions = 4
+
+// objectTable interns objects.
+//
+// Which version of a URI is current is decided by the origin, not by the
+// order callers ask: a reader with a stale Stat must not evict the new
+// version's pages. So a URI may hold several versions at once. When the
+// origin serves a version (confirm), every other version of the URI is
+// stale and leaves; when the origin refuses one with ErrVersionChanged
+// (refuse), that one leaves.
+//
+// Ids are never reused before 2^32 objects have been interned; readers
+// nevertheless check that the slot they found belongs to their *object, so
+// even a reused id cannot serve wrong bytes.
 type objectTable struct {
 	pageSize int
 
-	mu    sync.RWMutex       // guards the fields below
-	byURI map[string]*object // the current version of each URI
-	next  uint32             // last id handed out
-	gcAt  int                // sweep when byURI grows to this size
+	mu    sync.RWMutex         // guards the fields below
+	byURI map[string][]*object // the live versions of each URI
+	count int                  // objects in byURI
+	next  uint32               // last id handed out
+	gcAt  int                  // sweep when count reaches this
 }
 
 const minSweep = 4096
 
 func newObjectTable(pageSize int) *objectTable {
-	return &objectTable{pageSize: pageSize, byURI: make(map[string]*object), gcAt: minSweep}
+	return &objectTable{pageSize: pageSize, byURI: make(map[string][]*object), gcAt: minSweep}
 }
 
 func objectHash(obj Object) uint64 {
@@ -58,32 +76,45 @@ func objectHash(obj Object) uint64 {
 	return d.Sum64()
 }
 
-// lookup returns the interned object for obj. When the table held another
-// version (or size) of obj.URI, that object is removed, marked dead and
-// returned as stale: the caller drops its pages.
+func find(l []*object, obj Object) *object {
+	for _, o := range l {
+		if o.Version == obj.Version && o.Size == obj.Size {
+			return o
+		}
+	}
+	return nil
+}
+
+// lookup returns the interned object for obj, interning it if new. When a
+// URI already holds maxVersions versions, the oldest leaves and is returned
+// as stale: the caller drops its pages.
 func (t *objectTable) lookup(obj Object) (o, stale *object) {
 	t.mu.RLock()
-	o = t.byURI[obj.URI]
+	o = find(t.byURI[obj.URI], obj)
 	t.mu.RUnlock()
-	if o != nil && o.Version == obj.Version && o.Size == obj.Size {
+	if o != nil {
 		return o, nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	o = t.byURI[obj.URI]
-	if o != nil && o.Version == obj.Version && o.Size == obj.Size {
+	l := t.byURI[obj.URI]
+	if o = find(l, obj); o != nil {
 		return o, nil
 	}
-	if o != nil {
-		stale = o
-		o.dead.Store(true)
-		delete(t.byURI, obj.URI)
-	}
-	if len(t.byURI) >= t.gcAt {
+	if t.count >= t.gcAt {
 		t.sweep()
+		l = t.byURI[obj.URI]
+	}
+	if len(l) >= maxVersions {
+		stale = l[0]
+		stale.dead.Store(true)
+		l = slices.Delete(l, 0, 1)
+		t.count--
 	}
 	o = t.newObject(obj)
-	t.byURI[obj.URI] = o
+	o.replaced = len(l) > 0 || stale != nil
+	t.byURI[obj.URI] = append(l, o)
+	t.count++
 	return o, stale
 }
 
@@ -103,40 +134,95 @@ func (t *objectTable) newObject(obj Object) *object {
 	return o
 }
 
-// remove takes uri out of the table and returns its object (nil if none),
-// marked dead.
-func (t *objectTable) remove(uri string) *object {
+// confirm records that the origin served o: every other version of its URI
+// leaves and is returned for the caller to drop.
+func (t *objectTable) confirm(o *object) []*object {
+	t.mu.RLock()
+	n := len(t.byURI[o.URI])
+	t.mu.RUnlock()
+	if n <= 1 {
+		return nil
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	o := t.byURI[uri]
-	if o != nil {
-		o.dead.Store(true)
-		delete(t.byURI, uri)
+	l := t.byURI[o.URI]
+	if !slices.Contains(l, o) {
+		return nil
 	}
-	return o
+	var stale []*object
+	for _, s := range l {
+		if s != o {
+			s.dead.Store(true)
+			stale = append(stale, s)
+		}
+	}
+	t.byURI[o.URI] = []*object{o}
+	t.count -= len(stale)
+	return stale
+}
+
+// refuse records that the origin refused o's version: o leaves. It
+// reports whether o was in the table.
+func (t *objectTable) refuse(o *object) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := t.byURI[o.URI]
+	i := slices.Index(l, o)
+	if i < 0 {
+		return false
+	}
+	o.dead.Store(true)
+	if len(l) == 1 {
+		delete(t.byURI, o.URI)
+	} else {
+		t.byURI[o.URI] = slices.Delete(slices.Clone(l), i, i+1)
+	}
+	t.count--
+	return true
+}
+
+// remove takes every version of uri out of the table and returns them.
+func (t *objectTable) remove(uri string) []*object {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := t.byURI[uri]
+	for _, o := range l {
+		o.dead.Store(true)
+	}
+	delete(t.byURI, uri)
+	t.count -= len(l)
+	return l
 }
 
 // sweep drops objects with no resident pages. Caller holds t.mu. The dead
-// flag and the page count form a Dekker pair with shard.publish: either the
-// inserter sees dead and gives up, or sweep sees its page and keeps the
+// flag and the page count form a Dekker pair with storePage: either the
+// writer sees dead and gives up, or sweep sees its page and keeps the
 // object.
 func (t *objectTable) sweep() {
-	for uri, o := range t.byURI {
-		if o.pages.Load() != 0 {
-			continue
+	for uri, l := range t.byURI {
+		keep := l[:0:0]
+		for _, o := range l {
+			if o.pages.Load() == 0 {
+				o.dead.Store(true)
+				if o.pages.Load() == 0 {
+					continue
+				}
+				o.dead.Store(false)
+			}
+			keep = append(keep, o)
 		}
-		o.dead.Store(true)
-		if o.pages.Load() != 0 {
-			o.dead.Store(false)
-			continue
+		t.count -= len(l) - len(keep)
+		if len(keep) == 0 {
+			delete(t.byURI, uri)
+		} else {
+			t.byURI[uri] = keep
 		}
-		delete(t.byURI, uri)
 	}
-	t.gcAt = max(2*len(t.byURI), minSweep)
+	t.gcAt = max(2*t.count, minSweep)
 }
 
 func (t *objectTable) len() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return len(t.byURI)
+	return t.count
 }

@@ -128,8 +128,7 @@ func (c *Cache) read(ctx context.Context, obj Object, off, length int64, s *sink
 	first, last := pageSpan(off, end, c.cfg.PageSize)
 	corrupt := int64(-1)
 	for p := first; p <= last; {
-		wl := min(last, p+int64(c.window)-1)
-		next, wasCorrupt, err := c.readWindow(ctx, st, o, obj, off, end, p, wl, corrupt, s, &res)
+		next, wasCorrupt, err := c.readWindow(ctx, st, o, obj, off, end, p, last, corrupt, s, &res)
 		if err != nil {
 			return res, err
 		}
@@ -142,15 +141,28 @@ func (c *Cache) read(ctx context.Context, obj Object, off, length int64, s *sink
 	return res, nil
 }
 
-// readWindow serves pages [from, to]. It returns the page to continue
-// from: to+1, or an earlier page to retry (a corrupt page, or a page whose
-// leader was cancelled).
-func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Object, off, end, from, to, corrupt int64, s *sink, res *ReadResult) (next int64, wasCorrupt bool, err error) {
+// readWindow serves a window of pages starting at from: about
+// Config.FetchParallelism x MaxFetchBytes of them, extended so that a run of
+// missing pages is split only at MaxFetchBytes. It returns the page to
+// continue from: the end of the window, or an earlier page to retry (a
+// corrupt page, or a page whose leader was cancelled).
+func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Object, off, end, from, last, corrupt int64, s *sink, res *ReadResult) (next int64, wasCorrupt bool, err error) {
 	ps := c.cfg.PageSize
+	to := min(last, from+int64(c.window)-1)
 	refs := st.refs[:0]
-	for p := from; p <= to; p++ {
+	run := 0 // length of the run of missing pages planned last
+	for p := from; p <= last; p++ {
+		if p > to && run%c.maxFetchPages == 0 {
+			break
+		}
 		lo, hi := within(off, end, ps, p)
-		refs = append(refs, c.plan(o, p, p == corrupt, int64(hi-lo)))
+		r := c.plan(o, p, p == corrupt, int64(hi-lo))
+		refs = append(refs, r)
+		if r.kind == refOwn {
+			run++
+		} else {
+			run = 0
+		}
 	}
 	st.refs = refs
 	runs := st.runs[:0]
@@ -169,7 +181,7 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 	st.runs = runs
 	c.fetchAll(ctx, o, obj, refs, runs)
 
-	next = to + 1
+	next = from + int64(len(refs))
 	i := 0
 	for ; i < len(refs) && err == nil; i++ {
 		r := &refs[i]
@@ -380,8 +392,8 @@ func (c *Cache) fetchRun(ctx context.Context, o *object, obj Object, refs []page
 		c.originRequests.Add(1)
 		var got int
 		got, err = c.origin.ReadAt(ctx, obj, b, off)
-		if got == n && errors.Is(err, io.EOF) {
-			err = nil
+		if errors.Is(err, io.EOF) {
+			err = nil // a short count is checked below
 		}
 		if err == nil && got < n {
 			err = fmt.Errorf("%w: %q version %q bytes [%d, %d): got %d", ErrShortRead, obj.URI, obj.Version, off, off+int64(n), got)
@@ -400,9 +412,15 @@ func (c *Cache) fetchRun(ctx context.Context, o *object, obj Object, refs []page
 			sh.mu.Unlock()
 		}
 		releaseBuf(buf, &c.bufs)
+		if errors.Is(err, ErrVersionChanged) && c.objects.refuse(o) {
+			c.dropObject(o)
+		}
 		return
 	}
 	c.originBytes.Add(int64(n))
+	for _, stale := range c.objects.confirm(o) {
+		c.dropObject(stale)
+	}
 	for i := run.i; i < run.i+run.n; i++ {
 		r := &refs[i]
 		lo := (r.page - p0) * ps

@@ -1,0 +1,289 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/locuscache/locus/pkg/cache"
+	"github.com/locuscache/locus/pkg/cache/cachetest"
+)
+
+// Fifty readers ask for the same pages at once: each page is fetched from
+// the origin exactly once.
+func TestConcurrentMissesFetchOnce(t *testing.T) {
+	for _, mode := range []string{"ram", "disk"} {
+		t.Run(mode, func(t *testing.T) {
+			org := cachetest.NewOrigin()
+			org.Delay = 20 * time.Millisecond
+			obj := org.PutGenerated("s3://b/hot", "v", 16*testPage)
+			var c *cache.Cache
+			if mode == "ram" {
+				c = newRAM(t, org, 64, func(cfg *cache.Config) { cfg.MaxFetchBytes = testPage })
+			} else {
+				c = newDisk(t, org, t.TempDir(), 64, func(cfg *cache.Config) { cfg.MaxFetchBytes = testPage })
+			}
+			var wg sync.WaitGroup
+			var start sync.WaitGroup
+			start.Add(1)
+			errs := make(chan error, 50)
+			for r := 0; r < 50; r++ {
+				wg.Add(1)
+				go func(r int) {
+					defer wg.Done()
+					start.Wait()
+					// Different but overlapping ranges.
+					off := int64(r%4) * testPage
+					n := int64(12 * testPage)
+					dst := make([]byte, n)
+					res, err := c.Get(context.Background(), obj, off, n, dst)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if res.Bytes != n {
+						errs <- errors.New("short read")
+						return
+					}
+					want := cachetest.Generated(obj.URI, obj.Version, off, int(n))
+					if string(want) != string(dst) {
+						errs <- errors.New("wrong bytes")
+					}
+				}(r)
+			}
+			start.Done()
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			perPage := map[int64]int{}
+			for _, rq := range org.Requests() {
+				for p := rq.Off / testPage; p < (rq.Off+int64(rq.Len)+testPage-1)/testPage; p++ {
+					perPage[p]++
+				}
+			}
+			if len(perPage) != 15 {
+				t.Fatalf("origin saw %d distinct pages, want 15", len(perPage))
+			}
+			for p, n := range perPage {
+				if n != 1 {
+					t.Errorf("page %d fetched %d times, want once", p, n)
+				}
+			}
+			checkInv(t, c)
+		})
+	}
+}
+
+// A range whose missing pages form runs makes one origin request per run
+// (split at MaxFetchBytes), with the runs fetched in parallel.
+func TestOneRequestPerRun(t *testing.T) {
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/runs", "v", 40*testPage)
+	c := newRAM(t, org, 128, func(cfg *cache.Config) {
+		cfg.MaxFetchBytes = 4 * testPage
+		cfg.FetchParallelism = 3
+	})
+	// Cache pages 3, 4 and 10.
+	mustGet(t, c, obj, 3*testPage, 2*testPage)
+	mustGet(t, c, obj, 10*testPage, 1)
+	org.Reset()
+	got, res := mustGet(t, c, obj, 0, 20*testPage)
+	checkBytes(t, obj, 0, got)
+	if res.HitPages != 3 || res.MissPages() != 17 {
+		t.Fatalf("got %d hit and %d missed pages, want 3 and 17", res.HitPages, res.MissPages())
+	}
+	// Missing runs: [0,3) [5,10) [11,20); split at 4 pages:
+	// [0,3) [5,9) [9,10) [11,15) [15,19) [19,20).
+	var got2 [][2]int64
+	for _, rq := range org.Requests() {
+		got2 = append(got2, [2]int64{rq.Off / testPage, (rq.Off + int64(rq.Len)) / testPage})
+	}
+	sort.Slice(got2, func(i, j int) bool { return got2[i][0] < got2[j][0] })
+	want := [][2]int64{{0, 3}, {5, 9}, {9, 10}, {11, 15}, {15, 19}, {19, 20}}
+	if len(got2) != len(want) {
+		t.Fatalf("origin requests (pages) %v, want %v", got2, want)
+	}
+	for i := range want {
+		if got2[i] != want[i] {
+			t.Fatalf("origin requests (pages) %v, want %v", got2, want)
+		}
+	}
+	checkInv(t, c)
+}
+
+// A huge range is streamed window by window.
+func TestHugeRangeBoundedWindow(t *testing.T) {
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/huge", "v", 1000*testPage+7)
+	c := newRAM(t, org, 64, func(cfg *cache.Config) { cfg.MaxFetchBytes = 8 * testPage; cfg.FetchParallelism = 2 })
+	var off int64
+	res, err := c.View(context.Background(), obj, 0, 1<<62, func(p []byte) error {
+		checkBytes(t, obj, off, p)
+		off += int64(len(p))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bytes != obj.Size || off != obj.Size {
+		t.Fatalf("streamed %d bytes (result %d), want %d", off, res.Bytes, obj.Size)
+	}
+	if st := c.Stats(); st.ResidentPages > 64 {
+		t.Fatalf("cache holds %d pages, capacity 64", st.ResidentPages)
+	}
+	checkInv(t, c)
+}
+
+// A new version is never served old bytes; its misses are "invalidated".
+func TestNewVersionInvalidates(t *testing.T) {
+	for _, mode := range []string{"ram", "disk"} {
+		t.Run(mode, func(t *testing.T) {
+			org := cachetest.NewOrigin()
+			v1 := org.PutGenerated("s3://b/obj", "v1", 4*testPage)
+			var c *cache.Cache
+			if mode == "ram" {
+				c = newRAM(t, org, 16)
+			} else {
+				c = newDisk(t, org, t.TempDir(), 16)
+			}
+			mustGet(t, c, v1, 0, 4*testPage)
+			v2 := org.PutGenerated("s3://b/obj", "v2", 4*testPage)
+			got, res := mustGet(t, c, v2, 0, 4*testPage)
+			checkBytes(t, v2, 0, got)
+			if res.Misses[cache.MissInvalidated].Pages != 4 || res.HitPages != 0 {
+				t.Fatalf("read of v2: %+v, want 4 invalidated misses", res)
+			}
+			st := c.Stats()
+			if st.ResidentPages != 4 || st.InvalidatedPages != 4 || st.Objects != 1 {
+				t.Fatalf("stats: %d pages, %d invalidated, %d objects; want 4, 4, 1", st.ResidentPages, st.InvalidatedPages, st.Objects)
+			}
+			// A reader with a stale Stat asks for v1: the origin refuses it,
+			// and v2's pages stay.
+			_, err := c.Get(context.Background(), v1, 0, 10, make([]byte, 10))
+			if !errors.Is(err, cache.ErrVersionChanged) {
+				t.Fatalf("read of v1 after v2: %v, want ErrVersionChanged", err)
+			}
+			if _, res := mustGet(t, c, v2, 0, 4*testPage); res.HitPages != 4 {
+				t.Fatalf("v2 after a stale v1 read: %+v, want 4 hits", res)
+			}
+			// Invalidate drops everything; the next read is an invalidated miss.
+			n, err := c.Invalidate(v2.URI)
+			if err != nil || n != 4 {
+				t.Fatalf("Invalidate: %d, %v; want 4 pages", n, err)
+			}
+			_, res = mustGet(t, c, v2, 0, testPage)
+			if res.Misses[cache.MissInvalidated].Pages != 1 {
+				t.Fatalf("read after Invalidate: %+v, want an invalidated miss", res)
+			}
+			checkInv(t, c)
+		})
+	}
+}
+
+// Pages pushed out by others come back as capacity misses; never-seen
+// pages are cold.
+func TestCapacityMisses(t *testing.T) {
+	org := cachetest.NewOrigin()
+	a := org.PutGenerated("s3://b/a", "v", 16*testPage)
+	b := org.PutGenerated("s3://b/b", "v", 64*testPage)
+	c := newRAM(t, org, 16, func(cfg *cache.Config) { cfg.Shards = 1 })
+	mustGet(t, c, a, 0, 16*testPage)
+	mustGet(t, c, b, 0, 64*testPage) // LRU: pushes all of a out
+	_, res := mustGet(t, c, a, 0, 16*testPage)
+	if res.Misses[cache.MissCapacity].Pages != 16 {
+		t.Fatalf("re-read after eviction: %+v, want 16 capacity misses", res)
+	}
+	st := c.Stats()
+	if st.Evictions < 16+48 || st.ResidentPages != 16 {
+		t.Fatalf("stats: %d evictions, %d resident; want >= 64 and 16", st.Evictions, st.ResidentPages)
+	}
+	if st.Misses[cache.MissCold].Pages != 80 {
+		t.Fatalf("cold misses %d, want 80", st.Misses[cache.MissCold].Pages)
+	}
+	checkInv(t, c)
+}
+
+// The pages readers hold stay valid while writers churn the cache.
+func TestChurnWithPins(t *testing.T) {
+	org := cachetest.NewOrigin()
+	var objs []cache.Object
+	for i := 0; i < 8; i++ {
+		objs = append(objs, org.PutGenerated("s3://b/churn"+string(rune('a'+i)), "v", 20*testPage+int64(i)))
+	}
+	c := newDisk(t, org, t.TempDir(), 24, func(cfg *cache.Config) { cfg.Policy = "locus" })
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 1))
+			for i := 0; i < 300; i++ {
+				obj := objs[rng.IntN(len(objs))]
+				off := rng.Int64N(obj.Size)
+				n := 1 + rng.Int64N(4*testPage)
+				cur := off
+				_, err := c.View(context.Background(), obj, off, n, func(p []byte) error {
+					want := cachetest.Generated(obj.URI, obj.Version, cur, len(p))
+					if string(p) != string(want) {
+						return errors.New("wrong bytes under churn")
+					}
+					cur += int64(len(p))
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if g == 0 && i%50 == 0 {
+					c.Invalidate(objs[rng.IntN(len(objs))].URI)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	checkInv(t, c)
+}
+
+// A reader cancelled while it leads a flight does not fail the others.
+func TestLeaderCancelled(t *testing.T) {
+	org := cachetest.NewOrigin()
+	org.Delay = 50 * time.Millisecond
+	obj := org.PutGenerated("s3://b/cancel", "v", testPage)
+	c := newRAM(t, org, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Get(ctx, obj, 0, testPage, make([]byte, testPage))
+		done <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	follower := make(chan error, 1)
+	go func() {
+		dst := make([]byte, testPage)
+		_, err := c.Get(context.Background(), obj, 0, testPage, dst)
+		if err == nil {
+			checkBytes(t, obj, 0, dst)
+		}
+		follower <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("leader: %v, want context.Canceled", err)
+	}
+	if err := <-follower; err != nil {
+		t.Fatalf("follower failed with its leader: %v", err)
+	}
+	checkInv(t, c)
+}
