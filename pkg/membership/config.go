@@ -155,8 +155,8 @@ func LoopbackTuning() Tuning {
 		GossipInterval:          50 * time.Millisecond,
 		GossipNodes:             3,
 		GossipToTheDeadTime:     2 * time.Second,
-		RetransmitMult:          3,
-		PushPullInterval:        2 * time.Second,
+		RetransmitMult:          4,
+		PushPullInterval:        500 * time.Millisecond, // repairs news that gossip missed during concurrent joins
 		TCPTimeout:              time.Second,
 		DeadNodeReclaimTime:     time.Second,
 	}

@@ -38,28 +38,34 @@ func ReadKeyFile(path string) ([]byte, error) {
 // ParseKey turns the contents of a key file into an AES key for memberlist's
 // gossip encryption (AES-GCM; 16, 24 or 32 bytes select AES-128, -192, -256).
 //
-// The rule, applied in order:
-//  1. If the content with surrounding whitespace trimmed is valid standard
-//     base64 (padded, as `head -c 32 /dev/urandom | base64` writes it) and
-//     decodes to 16, 24 or 32 bytes, that is the key.
-//  2. Otherwise the raw content, untrimmed, is the key if it is 16, 24 or 32
-//     bytes long.
+// The rule:
+//  1. If the content, surrounding whitespace trimmed, is valid standard
+//     base64 (padded, as `head -c 32 /dev/urandom | base64` writes it), it
+//     is a base64 key and must decode to 16, 24 or 32 bytes. It is never
+//     reinterpreted as raw bytes: a 16-character base64 text of a 10-byte
+//     key is an error, not a raw AES-128 key.
+//  2. Otherwise the raw content, untrimmed, is the key and must be 16, 24 or
+//     32 bytes long (`head -c 32 /dev/urandom > key`). A raw key that
+//     happens to be valid base64 text (say, 16 ASCII letters) is read as
+//     base64 by rule 1; write raw keys as random bytes, or use base64.
 //
 // Anything else is an error wrapping ErrKeyLength. Every member must use the
 // same key; members with different keys cannot read each other's gossip and
-// Join fails.
+// Join fails with ErrJoin.
 func ParseKey(data []byte) ([]byte, error) {
 	text := bytes.TrimSpace(data)
-	if dec, err := base64.StdEncoding.DecodeString(string(text)); err == nil && validKeyLen(len(dec)) {
-		return dec, nil
+	if len(text) > 0 {
+		if dec, err := base64.StdEncoding.DecodeString(string(text)); err == nil {
+			if !validKeyLen(len(dec)) {
+				return nil, fmt.Errorf("%w: the base64 text decodes to %d bytes", ErrKeyLength, len(dec))
+			}
+			return dec, nil
+		}
 	}
-	if validKeyLen(len(data)) {
-		return append([]byte(nil), data...), nil
+	if !validKeyLen(len(data)) {
+		return nil, fmt.Errorf("%w: got %d raw bytes (and not base64 text); generate a key with `head -c 32 /dev/urandom | base64`", ErrKeyLength, len(data))
 	}
-	if dec, err := base64.StdEncoding.DecodeString(string(text)); err == nil {
-		return nil, fmt.Errorf("%w: the base64 text decodes to %d bytes", ErrKeyLength, len(dec))
-	}
-	return nil, fmt.Errorf("%w: got %d raw bytes (and not base64 text); generate one with `head -c 32 /dev/urandom | base64`", ErrKeyLength, len(data))
+	return append([]byte(nil), data...), nil
 }
 
 func validKeyLen(n int) bool { return n == 16 || n == 24 || n == 32 }
