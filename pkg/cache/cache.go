@@ -23,6 +23,7 @@ type Cache struct {
 	objects      *objectTable
 	shards       []shard
 	shardShift   uint
+	quotas       []int // slots each shard owns (its policy's capacity)
 	slots        []slotMeta
 	store        store      // nil: no slots, reads pass through
 	disk         *diskStore // the SSD tier, when Dir is set
@@ -96,10 +97,7 @@ func New(cfg Config) (*Cache, error) {
 	if c.store != nil {
 		nslots = c.store.nslots()
 	}
-	if err := c.makeShards(nslots); err != nil {
-		c.closeStores()
-		return nil, err
-	}
+	c.makeShards(nslots)
 	hp := cfg.HistoryPages
 	if hp == 0 {
 		hp = max(4*nslots, 4096)
@@ -117,8 +115,9 @@ func New(cfg Config) (*Cache, error) {
 	return c, nil
 }
 
-// makeShards creates the shards and their policies for nslots slots.
-func (c *Cache) makeShards(nslots int) error {
+// makeShards creates the shards (their policies come in loadSlots, once
+// the quotas are known).
+func (c *Cache) makeShards(nslots int) {
 	n := c.cfg.Shards
 	if n == 0 {
 		n = min(4*runtime.GOMAXPROCS(0), 256)
@@ -128,37 +127,30 @@ func (c *Cache) makeShards(nslots int) error {
 	c.shardShift = uint(64 - bits.TrailingZeros(uint(n)))
 	c.shards = make([]shard, n)
 	c.slots = make([]slotMeta, nslots)
+	c.quotas = make([]int, n)
 	for i := range c.shards {
-		sh := &c.shards[i]
-		sh.flights = make(map[uint64]*flight)
-		quota := c.quota(i)
-		if quota == 0 {
-			continue
-		}
-		var err error
-		seed := c.cfg.Seed + uint64(i)
-		if c.cfg.NewPolicy != nil {
-			sh.pol, err = c.cfg.NewPolicy(quota, seed)
-		} else {
-			sh.pol, err = policy.ByName(c.cfg.Policy, quota, seed)
-		}
-		if err != nil {
-			return fmt.Errorf("%w: policy for shard %d: %w", ErrInvalidConfig, i, err)
-		}
-		sh.index = make(map[uint64]uint32, quota)
+		c.shards[i].flights = make(map[uint64]*flight)
 	}
-	return nil
 }
 
-// quota is how many slots shard i owns: the policy's capacity.
-func (c *Cache) quota(i int) int {
-	n, ns := len(c.slots), len(c.shards)
-	q := n / ns
-	if i < n%ns {
-		q++
+// newPolicy builds shard i's policy for its quota.
+func (c *Cache) newPolicy(i int) (policy.Policy, error) {
+	var p policy.Policy
+	var err error
+	seed := c.cfg.Seed + uint64(i)
+	if c.cfg.NewPolicy != nil {
+		p, err = c.cfg.NewPolicy(c.quotas[i], seed)
+	} else {
+		p, err = policy.ByName(c.cfg.Policy, c.quotas[i], seed)
 	}
-	return q
+	if err != nil {
+		return nil, fmt.Errorf("%w: policy for shard %d: %w", ErrInvalidConfig, i, err)
+	}
+	return p, nil
 }
+
+// quota is how many slots shard i owns: its policy's capacity.
+func (c *Cache) quota(i int) int { return c.quotas[i] }
 
 // writeFailed counts a failed slab write and degrades the cache: it stops
 // storing new pages (reads of cached pages and pass-through reads go on).

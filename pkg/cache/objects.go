@@ -118,6 +118,16 @@ func (t *objectTable) lookup(obj Object) (o, stale *object) {
 	return o, stale
 }
 
+// intern adds obj, known to be new, without sweeping (re-indexing).
+func (t *objectTable) intern(obj Object) *object {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o := t.newObject(obj)
+	t.byURI[obj.URI] = append(t.byURI[obj.URI], o)
+	t.count++
+	return o
+}
+
 func (t *objectTable) newObject(obj Object) *object {
 	t.next++
 	if t.next == 0 {

@@ -126,15 +126,10 @@ func (c *Cache) read(ctx context.Context, obj Object, off, length int64, s *sink
 	st := c.states.Get().(*readState)
 	defer c.states.Put(st)
 	first, last := pageSpan(off, end, c.cfg.PageSize)
-	corrupt := int64(-1)
 	for p := first; p <= last; {
-		next, wasCorrupt, err := c.readWindow(ctx, st, o, obj, off, end, p, last, corrupt, s, &res)
+		next, err := c.readWindow(ctx, st, o, obj, off, end, p, last, s, &res)
 		if err != nil {
 			return res, err
-		}
-		corrupt = -1
-		if wasCorrupt {
-			corrupt = next
 		}
 		p = next
 	}
@@ -145,8 +140,8 @@ func (c *Cache) read(ctx context.Context, obj Object, off, length int64, s *sink
 // Config.FetchParallelism x MaxFetchBytes of them, extended so that a run of
 // missing pages is split only at MaxFetchBytes. It returns the page to
 // continue from: the end of the window, or an earlier page to retry (a
-// corrupt page, or a page whose leader was cancelled).
-func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Object, off, end, from, last, corrupt int64, s *sink, res *ReadResult) (next int64, wasCorrupt bool, err error) {
+// page whose leader was cancelled).
+func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Object, off, end, from, last int64, s *sink, res *ReadResult) (next int64, err error) {
 	ps := c.cfg.PageSize
 	to := min(last, from+int64(c.window)-1)
 	refs := st.refs[:0]
@@ -156,13 +151,24 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 			break
 		}
 		lo, hi := within(off, end, ps, p)
-		r := c.plan(o, p, p == corrupt, int64(hi-lo))
+		r := c.plan(o, p, false, int64(hi-lo))
 		refs = append(refs, r)
 		if r.kind == refOwn {
 			run++
 		} else {
 			run = 0
 		}
+	}
+	// Verify unverified hits now, so a corrupt page joins the fetch.
+	for i := range refs {
+		r := &refs[i]
+		if r.kind != refHit || c.verified(r.slot) {
+			continue
+		}
+		lo, hi := within(off, end, ps, r.page)
+		c.dropCorrupt(o, r.page, r.slot, int64(hi-lo))
+		c.slots[r.slot].pins.Add(-1)
+		*r = c.plan(o, r.page, true, int64(hi-lo))
 	}
 	st.refs = refs
 	runs := st.runs[:0]
@@ -187,15 +193,7 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 		r := &refs[i]
 		lo, hi := within(off, end, ps, r.page)
 		if r.kind == refHit {
-			data, ok := c.hitData(r.slot)
-			if !ok {
-				c.dropCorrupt(o, r.page, r.slot, int64(hi-lo))
-				c.slots[r.slot].pins.Add(-1)
-				next, wasCorrupt = r.page, true
-				i++
-				break
-			}
-			err = s.put(data[lo:hi])
+			err = s.put(c.store.page(r.slot)[lo:hi])
 			c.slots[r.slot].pins.Add(-1)
 			res.Bytes += int64(hi - lo)
 			res.HitBytes += int64(hi - lo)
@@ -254,7 +252,7 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 		runs[k].buf = nil
 	}
 	clear(refs) // drop flight pointers so the pool does not keep them
-	return next, wasCorrupt, err
+	return next, err
 }
 
 func isContextErr(err error) bool {
@@ -306,28 +304,27 @@ func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64) pageRef {
 	return pageRef{kind: refOwn, page: p, fl: fl}
 }
 
-// hitData returns the pinned slot's page, checking its checksum when it
-// has not been checked yet (or always, with VerifyAlways). ok is false for
-// a corrupt page.
-func (c *Cache) hitData(slot uint32) ([]byte, bool) {
+// verified checks the pinned slot's checksum if it has not been checked
+// yet (or always, with VerifyAlways) and reports whether the page is good.
+// The first read of a disk slot also maps it in one call (populate).
+func (c *Cache) verified(slot uint32) bool {
 	m := &c.slots[slot]
-	data := c.store.page(slot)[:m.length]
 	f := m.flags.Load()
 	if f&flagVerified != 0 && !c.verifyAlways {
-		return data, true
+		return true
 	}
 	if f&flagPopulated == 0 {
 		c.store.populate(slot)
 		m.flags.Or(flagPopulated)
 	}
 	if !c.store.durable() {
-		return data, true
+		return true
 	}
-	if checksum(data) != m.crc {
-		return nil, false
+	if checksum(c.store.page(slot)[:m.length]) != m.crc {
+		return false
 	}
 	m.flags.Or(flagVerified)
-	return data, true
+	return true
 }
 
 // dropCorrupt removes a page that failed its checksum, if it is still the

@@ -15,6 +15,7 @@ type headerRec struct {
 	page   uint32
 	length uint32
 	crc    uint32
+	shard  uint32
 }
 
 type scannedObject struct {
@@ -23,8 +24,8 @@ type scannedObject struct {
 }
 
 // loadSlots re-indexes the pages of the slabs that survived from a previous
-// run, then hands every other slot to a shard's free list so that each
-// shard owns exactly its quota of slots.
+// run, sets each shard's quota and policy, and hands every other slot to a
+// shard's free list so that each shard owns exactly its quota.
 //
 // Re-indexing reads the packed header area of each slab sequentially,
 // keeps valid headers (magic, header checksum, a length that matches the
@@ -32,23 +33,95 @@ type scannedObject struct {
 // page wins; of two versions of one URI, the one written last wins, the
 // other's headers are cleared), and inserts pages into the index and the
 // policy oldest first, so an LRU policy starts with write order as recency.
-// Data checksums are not read here: each page is verified on its first read.
+// Data checksums are not read here: each page is verified on its first
+// read.
+//
+// Object ids are handed out afresh, so a page may hash to another shard
+// than before the restart. Quotas follow: a shard gets at least the pages
+// that hash to it, the rest is spread to even the shards out.
 func (c *Cache) loadSlots() error {
-	owned := make([]bool, len(c.slots))
+	var recs []headerRec
+	var objs []*object
 	if c.disk != nil && c.store != nil {
-		if err := c.reindex(owned); err != nil {
+		var err error
+		if recs, objs, err = c.scan(); err != nil {
 			return err
 		}
 	}
+	ns, n := len(c.shards), len(c.slots)
+	need := make([]int, ns)
+	for _, r := range recs {
+		need[r.shard]++
+	}
+	spare := n
+	for i := range need {
+		c.quotas[i] = need[i]
+		spare -= need[i]
+	}
+	even := n / ns
+	for i := range c.quotas {
+		add := min(spare, max(0, even-c.quotas[i]))
+		c.quotas[i] += add
+		spare -= add
+	}
+	for i := 0; spare > 0; i = (i + 1) % ns {
+		c.quotas[i]++
+		spare--
+	}
+	for i := range c.shards {
+		sh := &c.shards[i]
+		if c.quotas[i] == 0 {
+			continue
+		}
+		var err error
+		if sh.pol, err = c.newPolicy(i); err != nil {
+			return err
+		}
+		sh.index = make(map[uint64]uint32, c.quotas[i])
+		sh.free = make([]uint32, 0, c.quotas[i]-need[i])
+	}
+
+	owned := make([]bool, n)
+	for _, r := range recs {
+		o := objs[r.obj]
+		p := int64(r.page)
+		pk := pageKey(o, p)
+		k := mix64(pk)
+		sh := &c.shards[r.shard]
+		c.slots[r.slot].flags.Store(flagHeader)
+		var ok bool
+		sh.victims, ok = sh.pol.Insert(k, sh.victims[:0])
+		for _, v := range sh.victims {
+			if v != k {
+				c.evict(sh, v)
+			}
+		}
+		if !ok {
+			continue
+		}
+		o.pages.Add(1)
+		m := &c.slots[r.slot]
+		m.obj, m.page, m.length, m.crc = o, r.page, r.length, r.crc
+		sh.index[pk] = r.slot
+		sh.st.resident++
+		sh.st.usedBytes += int64(r.length)
+		owned[r.slot] = true
+		c.reindexed++
+	}
+	for i := range c.shards { // slots freed by evictions above
+		for _, s := range c.shards[i].free {
+			owned[s] = true
+		}
+	}
 	si := 0
-	for s := len(c.slots) - 1; s >= 0; s-- {
+	for s := n - 1; s >= 0; s-- {
 		if owned[s] {
 			continue
 		}
-		for si < len(c.shards) && len(c.shards[si].index)+len(c.shards[si].free) >= c.quota(si) {
+		for si < ns && len(c.shards[si].index)+len(c.shards[si].free) >= c.quotas[si] {
 			si++
 		}
-		if si == len(c.shards) {
+		if si == ns {
 			return fmt.Errorf("cache: internal error: slot %d has no shard", s)
 		}
 		c.shards[si].free = append(c.shards[si].free, uint32(s))
@@ -56,15 +129,17 @@ func (c *Cache) loadSlots() error {
 	return nil
 }
 
-func (c *Cache) reindex(owned []bool) error {
-	recs, objs, err := c.scanHeaders()
+// scan reads the headers, resolves conflicts, interns the objects and
+// returns the surviving pages oldest first, each with its shard.
+func (c *Cache) scan() ([]headerRec, []*object, error) {
+	recs, scanned, err := c.scanHeaders()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	// Of two versions of one URI keep the one written last.
-	best := make(map[string]uint32, len(objs))
-	for i, so := range objs {
-		if b, ok := best[so.obj.URI]; !ok || objs[b].maxSeq < so.maxSeq {
+	best := make(map[string]uint32, len(scanned))
+	for i, so := range scanned {
+		if b, ok := best[so.obj.URI]; !ok || scanned[b].maxSeq < so.maxSeq {
 			best[so.obj.URI] = uint32(i)
 		}
 	}
@@ -80,55 +155,25 @@ func (c *Cache) reindex(owned []bool) error {
 	})
 	keep := recs[:0]
 	var maxSeq uint64
+	objs := make([]*object, len(scanned))
 	for i, r := range recs {
 		maxSeq = max(maxSeq, r.seq)
 		dup := i > 0 && recs[i-1].obj == r.obj && recs[i-1].page == r.page
-		if dup || best[objs[r.obj].obj.URI] != r.obj {
+		if dup || best[scanned[r.obj].obj.URI] != r.obj {
 			c.clearStale(r.slot)
 			continue
 		}
+		o := objs[r.obj]
+		if o == nil {
+			o = c.objects.intern(scanned[r.obj].obj)
+			objs[r.obj] = o
+		}
+		r.shard = uint32(mix64(pageKey(o, int64(r.page))) >> c.shardShift)
 		keep = append(keep, r)
 	}
-	recs = keep
-	slices.SortFunc(recs, func(a, b headerRec) int { return cmp.Compare(a.seq, b.seq) })
 	c.seq.Store(maxSeq)
-
-	interned := make([]*object, len(objs))
-	for _, r := range recs {
-		o := interned[r.obj]
-		if o == nil || o.dead.Load() {
-			o, _ = c.objects.lookup(objs[r.obj].obj)
-			interned[r.obj] = o
-		}
-		p := int64(r.page)
-		pk := pageKey(o, p)
-		k := mix64(pk)
-		si := int(k >> c.shardShift)
-		sh := &c.shards[si]
-		m := &c.slots[r.slot]
-		m.flags.Store(flagHeader)
-		if len(sh.index)+len(sh.free) >= c.quota(si) {
-			continue // this shard is full; the slot goes to another
-		}
-		var ok bool
-		sh.victims, ok = sh.pol.Insert(k, sh.victims[:0])
-		for _, v := range sh.victims {
-			if v != k {
-				c.evict(sh, v)
-			}
-		}
-		if !ok {
-			continue
-		}
-		o.pages.Add(1)
-		m.obj, m.page, m.length, m.crc = o, r.page, r.length, r.crc
-		sh.index[pk] = r.slot
-		sh.st.resident++
-		sh.st.usedBytes += int64(r.length)
-		owned[r.slot] = true
-		c.reindexed++
-	}
-	return nil
+	slices.SortFunc(keep, func(a, b headerRec) int { return cmp.Compare(a.seq, b.seq) })
+	return keep, objs, nil
 }
 
 // clearStale zeroes the header of a slot whose page lost a conflict.

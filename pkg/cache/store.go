@@ -155,8 +155,13 @@ func openDir(dir string) (*os.File, error) {
 // fit and returns a non-empty degraded reason (no slabs at all: the cache
 // passes reads through). Other errors are fatal.
 func openDiskStore(dir string, capacity, slabSize int64, pageSize int, hk *hooks, log *slog.Logger) (s *diskStore, degraded string, err error) {
+	lock, err := openDir(dir)
+	if err != nil {
+		return nil, "", err
+	}
 	full := geometryFor(slabSize, pageSize)
 	if full.nslots == 0 {
+		lock.Close()
 		return nil, "", fmt.Errorf("%w: slab size %d cannot hold one %d-byte page and its header", ErrInvalidConfig, slabSize, pageSize)
 	}
 	var geos []slabGeometry
@@ -165,10 +170,6 @@ func openDiskStore(dir string, capacity, slabSize int64, pageSize int, hk *hooks
 	}
 	if rest := geometryFor(capacity%slabSize, pageSize); rest.nslots > 0 {
 		geos = append(geos, rest)
-	}
-	lock, err := openDir(dir)
-	if err != nil {
-		return nil, "", err
 	}
 	s = &diskStore{dir: dir, lock: lock, perSlab: full.nslots, slotSize: full.slotSize, hooks: hk}
 	defer func() {

@@ -1,0 +1,346 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/locuscache/locus/pkg/cache"
+	"github.com/locuscache/locus/pkg/cache/cachetest"
+)
+
+func dirBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
+}
+
+// Close and reopen: the pages are re-indexed from their headers and served
+// without origin calls.
+func TestRestartServesHits(t *testing.T) {
+	dir := t.TempDir()
+	org := cachetest.NewOrigin()
+	var objs []cache.Object
+	for i := 0; i < 5; i++ {
+		objs = append(objs, org.PutGenerated("s3://b/restart/"+string(rune('a'+i)), "etag-1", 6*testPage+int64(i*100)))
+	}
+	c := newDisk(t, org, dir, 64)
+	for _, obj := range objs {
+		mustGet(t, c, obj, 0, obj.Size)
+	}
+	resident := c.Stats().ResidentPages // 35 unless a shard overflowed
+	if resident < 30 {
+		t.Fatalf("%d of 35 pages resident before the restart", resident)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	org.Reset()
+	c2 := newDisk(t, org, dir, 64)
+	st := c2.Stats()
+	if st.ReindexedPages != resident || st.ResidentPages != resident {
+		t.Fatalf("after restart: %d re-indexed, %d resident; want %d", st.ReindexedPages, st.ResidentPages, resident)
+	}
+	var hits int64
+	for _, obj := range objs {
+		got, res := mustGet(t, c2, obj, 0, obj.Size)
+		checkBytes(t, obj, 0, got)
+		hits += res.HitPages
+	}
+	if hits != resident {
+		t.Fatalf("after restart: %d hit pages, want %d", hits, resident)
+	}
+	if n := org.Calls(); resident == 35 && n != 0 {
+		t.Fatalf("restarted cache made %d origin calls, want 0", n)
+	}
+	checkInv(t, c2)
+	// A restart with another page size discards the slabs.
+	c2.Close()
+	c3 := newDisk(t, org, dir, 32, func(cfg *cache.Config) { cfg.PageSize = 2 * testPage })
+	if st := c3.Stats(); st.ReindexedPages != 0 {
+		t.Fatalf("page size changed: %d pages re-indexed, want 0", st.ReindexedPages)
+	}
+	got, _ := mustGet(t, c3, objs[0], 0, objs[0].Size)
+	checkBytes(t, objs[0], 0, got)
+}
+
+// A second cache on the same directory is refused.
+func TestDirLocked(t *testing.T) {
+	dir := t.TempDir()
+	org := cachetest.NewOrigin()
+	newDisk(t, org, dir, 8)
+	_, err := cache.New(cache.Config{Origin: org, Dir: dir, CapacityBytes: 1 << 20, PageSize: testPage})
+	if !errors.Is(err, cache.ErrDirLocked) {
+		t.Fatalf("second cache on one dir: %v, want ErrDirLocked", err)
+	}
+}
+
+// The slab files never exceed the configured capacity, headers included.
+func TestCapacityIsHardLimit(t *testing.T) {
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/big", "v", 1000*testPage)
+	for _, capacity := range []int64{64 << 10, 100_000, 1 << 20, 3<<20 + 12345} {
+		dir := t.TempDir()
+		c, err := cache.New(cache.Config{Origin: org, Dir: dir, CapacityBytes: capacity, PageSize: testPage, SlabSize: 256 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustGet(t, c, obj, 0, obj.Size)
+		st := c.Stats()
+		if got := dirBytes(t, dir); got > capacity || st.DiskBytes > capacity {
+			t.Fatalf("capacity %d: directory holds %d bytes (stats %d)", capacity, got, st.DiskBytes)
+		}
+		if st.CapacityPages == 0 || st.ResidentPages != st.CapacityPages {
+			t.Fatalf("capacity %d: %d of %d pages resident after a 1000-page read", capacity, st.ResidentPages, st.CapacityPages)
+		}
+		checkInv(t, c)
+		c.Close()
+	}
+}
+
+func TestBadDir(t *testing.T) {
+	org := cachetest.NewOrigin()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cache.New(cache.Config{Origin: org, Dir: file, CapacityBytes: 1 << 20})
+	if !errors.Is(err, cache.ErrBadDir) {
+		t.Fatalf("Dir is a file: %v, want ErrBadDir", err)
+	}
+	_, err = cache.New(cache.Config{Origin: org, Dir: filepath.Join(file, "sub"), CapacityBytes: 1 << 20})
+	if !errors.Is(err, cache.ErrBadDir) {
+		t.Fatalf("Dir under a file: %v, want ErrBadDir", err)
+	}
+	t.Run("read-only", func(t *testing.T) {
+		dir := t.TempDir()
+		if os.Geteuid() == 0 {
+			// Root ignores permission bits: use a read-only tmpfs.
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+				t.Skipf("cannot mount a read-only tmpfs (%v: %s)", err, out)
+			}
+			t.Cleanup(func() { exec.Command("umount", dir).Run() })
+		} else if err := os.Chmod(dir, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		_, err := cache.New(cache.Config{Origin: org, Dir: dir, CapacityBytes: 1 << 20})
+		if !errors.Is(err, cache.ErrBadDir) {
+			t.Fatalf("read-only dir: %v, want ErrBadDir", err)
+		}
+	})
+}
+
+func TestInvalidConfig(t *testing.T) {
+	org := cachetest.NewOrigin()
+	for _, cfg := range []cache.Config{
+		{},
+		{Origin: org},
+		{Origin: org, MemoryBytes: -1},
+		{Origin: org, MemoryBytes: 1 << 20, PageSize: 1000},
+		{Origin: org, MemoryBytes: 1 << 20, PageSize: 256},
+		{Origin: org, MemoryBytes: 100},
+		{Origin: org, Dir: "/tmp/x"},
+		{Origin: org, MemoryBytes: 1 << 20, Policy: "nope"},
+		{Origin: org, MemoryBytes: 1 << 20, Shards: 5000},
+		{Origin: org, MemoryBytes: 1 << 20, Verify: 7},
+		{Origin: org, MemoryBytes: 1 << 20, MaxFetchBytes: 2 << 30},
+		{Origin: org, Dir: "/tmp/x", CapacityBytes: 100},
+	} {
+		if _, err := cache.New(cfg); !errors.Is(err, cache.ErrInvalidConfig) {
+			t.Errorf("New(%+v): %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+}
+
+// Bytes flipped in a slab are detected on the first read after a restart:
+// the page is counted corrupt, dropped and refetched, and correct bytes
+// are served. A flipped header makes the page disappear (a cold miss).
+func TestCorruptionDetected(t *testing.T) {
+	dir := t.TempDir()
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/corrupt", "v", 4*testPage)
+	c := newDisk(t, org, dir, 16)
+	mustGet(t, c, obj, 0, obj.Size)
+	data, ok1 := c.Locate(obj, 1)
+	hdr, ok2 := c.Locate(obj, 2)
+	if !ok1 || !ok2 {
+		t.Fatal("pages 1 and 2 not resident")
+	}
+	c.Close()
+	flip(t, data.Path, data.Data+100)
+	flip(t, hdr.Path, hdr.HeaderOff+60)
+
+	org.Reset()
+	c2 := newDisk(t, org, dir, 16)
+	if st := c2.Stats(); st.ReindexedPages != 3 {
+		t.Fatalf("re-indexed %d pages, want 3 (page 2's header is broken)", st.ReindexedPages)
+	}
+	got, res := mustGet(t, c2, obj, 0, obj.Size)
+	checkBytes(t, obj, 0, got)
+	if res.Misses[cache.MissCorrupt].Pages != 1 || res.Misses[cache.MissCold].Pages != 1 || res.HitPages != 2 {
+		t.Fatalf("read: %+v, want 1 corrupt miss, 1 cold miss, 2 hits", res)
+	}
+	if st := c2.Stats(); st.CorruptPages != 1 || st.HitPages != 2 || st.Misses[cache.MissCorrupt].Pages != 1 {
+		t.Fatalf("stats: %d corrupt, %d hits, %d corrupt misses; want 1, 2, 1", st.CorruptPages, st.HitPages, st.Misses[cache.MissCorrupt].Pages)
+	}
+	if rq := org.Requests(); len(rq) != 1 || rq[0].Off != testPage || rq[0].Len != 2*testPage {
+		t.Fatalf("origin requests %+v, want one for pages 1 and 2", rq)
+	}
+	// Now all good and verified.
+	got, res = mustGet(t, c2, obj, 0, obj.Size)
+	checkBytes(t, obj, 0, got)
+	if res.HitPages != 4 {
+		t.Fatalf("second read: %+v, want 4 hits", res)
+	}
+	checkInv(t, c2)
+}
+
+// With VerifyAlways, corruption under a running cache is caught too.
+func TestCorruptionVerifyAlways(t *testing.T) {
+	dir := t.TempDir()
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/always", "v", 2*testPage)
+	c := newDisk(t, org, dir, 16, func(cfg *cache.Config) { cfg.Verify = cache.VerifyAlways })
+	mustGet(t, c, obj, 0, obj.Size)
+	loc, _ := c.Locate(obj, 0)
+	flip(t, loc.Path, loc.Data+7)
+	got, res := mustGet(t, c, obj, 0, obj.Size)
+	checkBytes(t, obj, 0, got)
+	if res.Misses[cache.MissCorrupt].Pages != 1 || c.Stats().CorruptPages != 1 {
+		t.Fatalf("read after flip: %+v, want a corrupt miss", res)
+	}
+	checkInv(t, c)
+}
+
+func flip(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A full disk at start: the cache runs on the slabs that fit, or passes
+// reads through, and says so. Uses a 2 MiB tmpfs.
+func TestDiskFullAtStart(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a 2 MiB tmpfs (%v: %s); TestDiskFullInjected covers ENOSPC", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/full", "v", 40*testPage)
+	c, err := cache.New(cache.Config{Origin: org, Dir: dir, CapacityBytes: 8 << 20, SlabSize: 1 << 20, PageSize: testPage})
+	if err != nil {
+		t.Fatalf("New on a full disk: %v", err)
+	}
+	defer c.Close()
+	st := c.Stats()
+	if !st.Degraded || !strings.Contains(st.DegradedReason, "disk full") || st.DiskBytes > 2<<20 {
+		t.Fatalf("stats on a full disk: degraded %v (%q), %d disk bytes", st.Degraded, st.DegradedReason, st.DiskBytes)
+	}
+	t.Logf("degraded: %s; %d slots", st.DegradedReason, st.CapacityPages)
+	for i := 0; i < 2; i++ {
+		got, _ := mustGet(t, c, obj, 0, obj.Size)
+		checkBytes(t, obj, 0, got)
+	}
+
+	// Nothing fits: pass-through.
+	dir2 := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir2).CombinedOutput(); err != nil {
+		t.Fatalf("mount: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", dir2).Run() })
+	c2, err := cache.New(cache.Config{Origin: org, Dir: dir2, CapacityBytes: 8 << 20, SlabSize: 1 << 20, PageSize: testPage})
+	if err != nil {
+		t.Fatalf("New on a full disk: %v", err)
+	}
+	defer c2.Close()
+	if st := c2.Stats(); st.Mode != "pass-through" || !st.Degraded {
+		t.Fatalf("nothing fits: mode %q, degraded %v", st.Mode, st.Degraded)
+	}
+	got, res := mustGet(t, c2, obj, 0, obj.Size)
+	checkBytes(t, obj, 0, got)
+	if res.MissBytes != obj.Size {
+		t.Fatalf("pass-through read: %+v", res)
+	}
+}
+
+// ENOSPC injected into fallocate at start and into writes later.
+func TestDiskFullInjected(t *testing.T) {
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/inj", "v", 30*testPage)
+	var slabs atomic.Int32
+	cfg := cache.WithFaults(cache.Config{Origin: org, Dir: t.TempDir(), CapacityBytes: 4 << 20, SlabSize: 1 << 20, PageSize: testPage},
+		cache.Faults{Fallocate: func(fd int, off, n int64) error {
+			if slabs.Add(1) > 2 {
+				return syscall.ENOSPC
+			}
+			return syscall.Fallocate(fd, 0, off, n)
+		}})
+	c, err := cache.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); !st.Degraded || st.DiskBytes > 2<<20 || st.CapacityPages == 0 {
+		t.Fatalf("after ENOSPC on slab 3: %+v", st)
+	}
+	c.Close()
+
+	var fail atomic.Bool
+	cfg = cache.WithFaults(cache.Config{Origin: org, Dir: t.TempDir(), CapacityBytes: 1 << 20, PageSize: testPage},
+		cache.Faults{Pwrite: func(fd int, p []byte, off int64) (int, error) {
+			if fail.Load() {
+				return 0, syscall.ENOSPC
+			}
+			return syscall.Pwrite(fd, p, off)
+		}})
+	c, err = cache.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mustGet(t, c, obj, 0, 10*testPage)
+	fail.Store(true)
+	for i := 0; i < 2; i++ {
+		got, _ := mustGet(t, c, obj, 0, obj.Size)
+		checkBytes(t, obj, 0, got)
+	}
+	st := c.Stats()
+	if !st.Degraded || st.WriteErrors == 0 || st.ResidentPages != 10 {
+		t.Fatalf("after ENOSPC on write: degraded %v, %d write errors, %d resident; want true, >0, 10", st.Degraded, st.WriteErrors, st.ResidentPages)
+	}
+	checkInv(t, c)
+	_, res := mustGet(t, c, obj, 0, 10*testPage)
+	if res.HitPages != 10 {
+		t.Fatalf("pages cached before the failure: %+v, want 10 hits", res)
+	}
+}
+
+var _ = context.Background
