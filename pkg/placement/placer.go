@@ -146,6 +146,9 @@ type jobState struct {
 	active             int // queued + running tasks
 	idlePrev, idleNext *jobState
 	inIdle             bool
+	// Verify's scratch.
+	vRunning, vQueued int
+	vIndexed          bool
 }
 
 type jobList struct{ head, tail *jobState }

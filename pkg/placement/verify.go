@@ -57,25 +57,27 @@ func (p *Placer) Verify() error {
 	}
 	var running [NumLocalities]int64
 	queued, inHeap, inAny := 0, 0, 0
-	jobs := map[*jobState][2]int{}
+	for _, j := range p.jobs {
+		j.vRunning, j.vQueued, j.vIndexed = 0, 0, true
+	}
 	for k, t := range p.tasks {
 		if t.key != k {
 			bad("task %v indexed under %v", t.key, k)
 		}
-		if p.jobs[k.job] != t.job {
+		if t.job == nil || !t.job.vIndexed || t.job.name != k.job {
 			bad("task %v: job record not indexed", k)
+			continue
 		}
-		c := jobs[t.job]
 		switch t.state {
 		case stateRunning:
 			running[t.loc-1]++
-			c[0]++
+			t.job.vRunning++
 			if !t.runLink.linked() || t.node == nil {
 				bad("task %v: running but not on a node", k)
 			}
 		case stateQueued:
 			queued++
-			c[1]++
+			t.job.vQueued++
 			for i, n := range t.prefer {
 				if !t.links[i].linked() {
 					bad("task %v: not in waiters of %s", k, n.id)
@@ -112,7 +114,6 @@ func (p *Placer) Verify() error {
 		default:
 			bad("task %v: indexed in state %d", k, t.state)
 		}
-		jobs[t.job] = c
 	}
 	if queued != p.queued || int64(queued) != p.global.Queued {
 		bad("queued: %d tasks, counter %d, gauge %d", queued, p.queued, p.global.Queued)
@@ -122,7 +123,8 @@ func (p *Placer) Verify() error {
 	}
 	var sum Counters
 	for name, j := range p.jobs {
-		c := jobs[j]
+		c := [2]int{j.vRunning, j.vQueued}
+		j.vIndexed = false
 		if j.active != c[0]+c[1] {
 			bad("job %s: active %d, has %d running + %d queued", name, j.active, c[0], c[1])
 		}

@@ -1,0 +1,104 @@
+package placementtest
+
+import (
+	"flag"
+	"fmt"
+	"testing"
+	"time"
+)
+
+var sweep = flag.Bool("sweep", false, "run the simulation sweep (TestSimSweep) and print its table")
+
+// TestSimAcceptance is the placement acceptance on the seed's cluster shape
+// (24 nodes x 12 slots, 4 racks), a sequential stream of 100 scan stages of
+// 8 fact tables and a hot set, log-normal task times (median 1.5s), a 3s
+// locality wait and preference lists of 2 (owner + one replica). At every
+// event the simulator checks, on its own books, that no task waits while a
+// slot it may use is free, and the placer's invariants (Verify).
+func TestSimAcceptance(t *testing.T) {
+	for _, tc := range []struct {
+		load    float64
+		minData float64
+	}{
+		{load: 1, minData: 0.999}, // tasks <= slots
+		{load: 2, minData: 0.97},  // 2x oversubscription
+	} {
+		for _, batch := range []bool{false, true} {
+			t.Run(fmt.Sprintf("load=%v/batch=%v", tc.load, batch), func(t *testing.T) {
+				r, err := Simulate(SimConfig{Seed: 1, Load: tc.load, Replication: 2, Batch: batch, Stages: 100, Check: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Log(r)
+				if r.Violations > 0 {
+					t.Errorf("%d violations, first: %v", r.Violations, r.Examples)
+				}
+				if got := r.DataLocalRatio(); got < tc.minData {
+					t.Errorf("DATA_LOCAL ratio %.4f, want >= %.4f", got, tc.minData)
+				}
+				if r.Tasks == 0 || r.Counters.Total().Completed != int64(r.Tasks) {
+					t.Errorf("completed %d of %d tasks", r.Counters.Total().Completed, r.Tasks)
+				}
+			})
+		}
+	}
+}
+
+// TestSimDeterministic: the same seed gives the same result.
+func TestSimDeterministic(t *testing.T) {
+	cfg := SimConfig{Seed: 7, Load: 2, Replication: 1, Stages: 20, Streams: 3}
+	a, err := Simulate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Simulate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Errorf("same seed, different results:\n%v\n%v", a, b)
+	}
+}
+
+// TestSimNoWait: with no wait, every task is placed at once while any slot
+// is free: the cluster is never idle while tasks queue (Check), and locality
+// suffers.
+func TestSimNoWait(t *testing.T) {
+	r, err := Simulate(SimConfig{Seed: 3, Load: 2, Wait: -1, Stages: 30, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(r)
+	if r.Violations > 0 {
+		t.Errorf("%d violations, first: %v", r.Violations, r.Examples)
+	}
+	if r.MaxWait > 0 && r.ByLocality[1]+r.ByLocality[2] == 0 {
+		t.Errorf("tasks waited (max %v) but none stepped down", r.MaxWait)
+	}
+}
+
+// TestSimSweep prints DATA_LOCAL and hit ratios over replication, load,
+// streams, task length and wait. Run with:
+//
+//	go test ./pkg/placement/placementtest -run TestSimSweep -v -sweep
+func TestSimSweep(t *testing.T) {
+	if !*sweep {
+		t.Skip("run with -sweep")
+	}
+	for _, streams := range []int{1, 4} {
+		for _, med := range []time.Duration{time.Second, 1500 * time.Millisecond} {
+			for _, wait := range []time.Duration{-1, time.Second, 3 * time.Second} {
+				for _, load := range []float64{1, 2} {
+					for _, rep := range []int{1, 2, 3} {
+						r, err := Simulate(SimConfig{Seed: 1, Load: load, Replication: rep, Batch: true, Stages: 100,
+							MedianTask: med, Streams: streams, Wait: wait})
+						if err != nil {
+							t.Fatal(err)
+						}
+						t.Logf("streams=%d median=%v wait=%v load=%v rep=%d: %v", streams, med, max(wait, 0), load, rep, r)
+					}
+				}
+			}
+		}
+	}
+}
