@@ -45,10 +45,18 @@ func (c *FileConfig) validate() error {
 // between the check and the open.
 //
 // The version of a file is "<size>-<mtime ns>". ReadAt checks it on the
-// open file before and after reading, so a rewrite that lands before or
-// during the read is reported as ErrVersionChanged. A rewrite that keeps
-// both size and mtime (possible where mtime granularity is coarse) cannot be
-// detected this way; write files by rename for safety.
+// open file before and after reading, so a rewrite that moves the size or
+// mtime before or during the read is reported as ErrVersionChanged.
+//
+// What size+mtime cannot see: a write already in progress when the read
+// starts (the kernel stamps mtime when a write begins, not when it ends),
+// several writes within one tick of the kernel's coarse file clock, and a
+// replacement that restores the old mtime (cp -p, rsync -t) at the same
+// size. Data-lake writers replace files by writing a temporary file and
+// renaming it, which is always safe here: an open file keeps reading the
+// old inode, whose version is unchanged, and the next open sees the new
+// version. Rewriting files in place under a running cache is not
+// supported.
 type FileStore struct {
 	root     string // cleaned absolute root, as configured
 	realRoot string // root with symlinks resolved
@@ -163,6 +171,10 @@ func (s *FileStore) mapErr(uri string, err error) error {
 	return fmt.Errorf("origin: cannot read %s: %w", uri, err)
 }
 
+// testHookAfterRead, when set by a test, runs between a read and the
+// version check that follows it.
+var testHookAfterRead func()
+
 // FileVersion formats the version of a file with the given info.
 func FileVersion(fi fs.FileInfo) string {
 	return strconv.FormatInt(fi.Size(), 10) + "-" + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
@@ -216,6 +228,9 @@ func (s *FileStore) ReadAt(ctx context.Context, uri, version string, p []byte, o
 		return 0, nil
 	}
 	n, rerr := f.ReadAt(p, off)
+	if testHookAfterRead != nil {
+		testHookAfterRead()
+	}
 	after, err := s.info(uri, f)
 	if err != nil {
 		return 0, err

@@ -170,9 +170,6 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 				t.DisableCompression = true // a Range applies to stored bytes
 			})
 	}
-	if cfg.Observe != nil {
-		httpClient = observingClient{inner: httpClient, observe: cfg.Observe}
-	}
 	opts := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(httpClient),
 		config.WithRetryer(func() aws.Retryer {
@@ -204,6 +201,11 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
+		if cfg.Observe != nil {
+			// Wrapped here, not before loading: the loader configures
+			// the transport (custom CA bundles) through BuildableClient.
+			o.HTTPClient = observingClient{inner: o.HTTPClient, observe: cfg.Observe}
+		}
 	})
 	return &S3Store{cfg: cfg, client: client}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -94,7 +95,15 @@ func TestS3IntegrationRangeReads(t *testing.T) {
 
 func TestS3IntegrationOverwriteNeverMixes(t *testing.T) {
 	g := origintest.StartVersityGW(t)
-	store := g.Store(t)
+	// Record the statuses, to check that the server itself refused the
+	// stale ETag (412 to If-Match), not only our response-ETag check.
+	var statuses sync.Map
+	cfg := g.Config()
+	cfg.Observe = func(a origin.Attempt) { statuses.Store(a.Status, true) }
+	store, err := origin.NewS3Store(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	uri := g.URI("t/obj")
 	v1 := randomBytes(2, 64<<10)
@@ -123,6 +132,9 @@ func TestS3IntegrationOverwriteNeverMixes(t *testing.T) {
 		if n != 0 {
 			t.Fatalf("%s: ReadAt with the old ETag returned n = %d, want 0", tc.name, n)
 		}
+	}
+	if _, ok := statuses.Load(412); !ok {
+		t.Errorf("the server never answered 412 Precondition Failed to If-Match")
 	}
 	cur, err := store.Stat(ctx, uri)
 	if err != nil {
@@ -251,4 +263,3 @@ func TestS3IntegrationListManyPages(t *testing.T) {
 		t.Fatalf("listed %d objects, want %d", count, n)
 	}
 }
-
