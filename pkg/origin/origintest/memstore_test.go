@@ -53,4 +53,3 @@ func TestFindVersityGWMessage(t *testing.T) {
 		t.Fatalf("error %q does not say how to install (%s)", err, want)
 	}
 }
-
