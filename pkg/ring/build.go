@@ -1,0 +1,75 @@
+package ring
+
+import "math/bits"
+
+// build places the points. It hashes every virtual node once, in node-index
+// order, then sorts the points by position with a stable radix sort, so
+// points at the same position stay in node-index (ID) order: no comparison
+// sort, and one transient copy of the points.
+func (r *Ring) build(counts []int, total int, hashBytes func([]byte) uint64) {
+	pts := make([]uint64, total)
+	var buf []byte
+	k := 0
+	for i, n := range r.nodes {
+		buf = append(append(buf[:0], n.ID...), '#', '0')
+		base := len(buf) - 1
+		for range counts[i] {
+			pts[k] = hashBytes(buf)>>32<<32 | uint64(i)
+			k++
+			buf = incDecimal(buf, base)
+		}
+	}
+	r.points = sortByPosition(pts)
+
+	// About three points per bucket: a search reads one or two cache lines.
+	tb := max(0, min(24, bits.Len(uint(total))-2))
+	r.shift = uint(32 - tb)
+	r.table = make([]uint32, 1<<tb+1)
+	for _, e := range r.points {
+		r.table[uint32(e>>32)>>r.shift+1]++
+	}
+	for b := 1; b < len(r.table); b++ {
+		r.table[b] += r.table[b-1]
+	}
+}
+
+// sortByPosition sorts points by their high 32 bits (the position), keeping
+// the input order among equal positions: a least-significant-digit radix
+// sort in three passes of 11, 11 and 10 bits. It returns the sorted slice,
+// which is either a or a new slice of the same length.
+func sortByPosition(a []uint64) []uint64 {
+	b := make([]uint64, len(a))
+	for _, d := range [...]struct{ shift, width uint }{{32, 11}, {43, 11}, {54, 10}} {
+		var count [1<<11 + 1]int
+		mask := uint64(1)<<d.width - 1
+		for _, e := range a {
+			count[(e>>d.shift)&mask+1]++
+		}
+		for i := 1; i < len(count); i++ {
+			count[i] += count[i-1]
+		}
+		for _, e := range a {
+			digit := (e >> d.shift) & mask
+			b[count[digit]] = e
+			count[digit]++
+		}
+		a, b = b, a
+	}
+	return a
+}
+
+// incDecimal adds one to the decimal number buf[base:] and returns buf,
+// grown by a digit when the number was all nines.
+func incDecimal(buf []byte, base int) []byte {
+	for i := len(buf) - 1; i >= base; i-- {
+		if buf[i] != '9' {
+			buf[i]++
+			return buf
+		}
+		buf[i] = '0'
+	}
+	buf = append(buf, 0)
+	copy(buf[base+1:], buf[base:])
+	buf[base] = '1'
+	return buf
+}
