@@ -32,7 +32,7 @@ func newRAM(t testing.TB, org cache.Origin, pages int, mod ...func(*cache.Config
 func newDisk(t testing.TB, org cache.Origin, dir string, pages int, mod ...func(*cache.Config)) *cache.Cache {
 	t.Helper()
 	cfg := cache.Config{Origin: org, Dir: dir, PageSize: testPage, Policy: "lru",
-		CapacityBytes: int64(pages) * (testPage + 512) + 2*4096 + 4096}
+		CapacityBytes: int64(pages)*(testPage+512) + 2*4096 + 4096}
 	for _, m := range mod {
 		m(&cfg)
 	}

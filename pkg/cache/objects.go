@@ -86,8 +86,9 @@ func find(l []*object, obj Object) *object {
 }
 
 // lookup returns the interned object for obj, interning it if new. When a
-// URI already holds maxVersions versions, the oldest leaves and is returned
-// as stale: the caller drops its pages.
+// URI already holds maxVersions versions, one leaves (one without pages if
+// any, else the oldest) and is returned as stale: the caller drops its
+// pages.
 func (t *objectTable) lookup(obj Object) (o, stale *object) {
 	t.mu.RLock()
 	o = find(t.byURI[obj.URI], obj)
@@ -106,9 +107,12 @@ func (t *objectTable) lookup(obj Object) (o, stale *object) {
 		l = t.byURI[obj.URI]
 	}
 	if len(l) >= maxVersions {
-		stale = l[0]
+		// Drop a version with no pages if there is one, else the oldest.
+		i := slices.IndexFunc(l, func(o *object) bool { return o.pages.Load() == 0 })
+		i = max(i, 0)
+		stale = l[i]
 		stale.dead.Store(true)
-		l = slices.Delete(l, 0, 1)
+		l = slices.Delete(slices.Clone(l), i, i+1)
 		t.count--
 	}
 	o = t.newObject(obj)
