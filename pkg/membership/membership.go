@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -198,7 +199,7 @@ func (m *Membership) Join(seeds []string) (int, error) {
 		if len(refusals) > 0 {
 			return 0, refusals[0]
 		}
-		return 0, fmt.Errorf("%w via %v: %v", ErrJoin, seeds, err)
+		return 0, fmt.Errorf("%w via %v: %s", ErrJoin, seeds, flattenJoinError(err))
 	}
 	for _, r := range refusals {
 		m.cfg.Logger.Warn("membership: a seed refused this node; joined through others", "err", r)
@@ -209,6 +210,30 @@ func (m *Membership) Join(seeds []string) (int, error) {
 	defer cancel()
 	_ = m.catchUp(ctx)
 	return n, nil
+}
+
+// flattenJoinError turns memberlist's multi-line join error ("2 errors
+// occurred:\n\t* failed to join a: ...\n\t* ...") into one line, with a hint
+// when the cause is the gossip key.
+func flattenJoinError(err error) string {
+	if err == nil {
+		return "no seed answered"
+	}
+	s := err.Error()
+	if i := strings.Index(s, "occurred:"); i >= 0 {
+		s = s[i+len("occurred:"):]
+	}
+	var parts []string
+	for _, line := range strings.Split(s, "\n") {
+		if line = strings.TrimLeft(strings.TrimSpace(line), "* "); line != "" {
+			parts = append(parts, line)
+		}
+	}
+	s = strings.Join(parts, "; ")
+	if strings.Contains(s, "crypt") {
+		s += " (every member needs the same gossip key: check --gossip-key-file)"
+	}
+	return s
 }
 
 // UpdateMeta changes this node's metadata and gossips it. update gets a copy

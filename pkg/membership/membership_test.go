@@ -310,6 +310,9 @@ func TestGossipEncryption(t *testing.T) {
 			if !errors.Is(err, membership.ErrJoin) {
 				t.Fatalf("Join with %s: got %v, want ErrJoin", tc.name, err)
 			}
+			if !strings.Contains(err.Error(), "gossip key") {
+				t.Errorf("error %q does not point at the gossip key", err)
+			}
 			t.Logf("refused: %v", err)
 		})
 	}

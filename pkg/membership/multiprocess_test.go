@@ -340,7 +340,8 @@ func expectedEpoch(t *testing.T, ids ...string) uint64 {
 // 127.0.0.1..127.0.0.5 converge on one ring epoch within 2 s of the last
 // join; after kill -9 of one, the others drop it within 5 s; a member with a
 // different block size is refused and says why; a second process claiming a
-// taken id is refused; an observer joins without changing the ring.
+// taken id is refused; an observer joins without changing the ring; the
+// killed member restarts on a new port and rejoins.
 func TestMultiProcess(t *testing.T) {
 	ids := []string{"n1", "n2", "n3", "n4", "n5"}
 	start := time.Now()
@@ -435,6 +436,22 @@ func TestMultiProcess(t *testing.T) {
 		return e.Epoch == want4 && len(e.Members) == 5 && containsID(e, "sched")
 	})
 
+	// 6. n3 comes back (a restarted pod: same id, new port): everybody
+	// returns to the five-member ring.
+	restarted := time.Now()
+	back := startChild(t, "n3", "127.0.0.3:0", seedAddr)
+	back.expect(t, "ready", 10*time.Second)
+	back.expect(t, "joined", 10*time.Second)
+	withBack := append(append([]*child(nil), withObs...), back)
+	at = vt.waitAll(t, withBack, 10*time.Second, "n3 back in the ring", func(e childEvent) bool {
+		return e.Epoch == want5 && len(e.Members) == 6
+	})
+	var rejoin time.Duration
+	for _, ts := range at {
+		rejoin = max(rejoin, ts.Sub(restarted))
+	}
+	t.Logf("restarted n3 (new port) back in every view %v after its process started", rejoin.Round(time.Millisecond))
+
 	// No survivor ever listed the refused n6, nor n2 at the impostor's address.
 	vt.pump(t, survivors, 200*time.Millisecond)
 	for _, e := range vt.all {
@@ -454,4 +471,3 @@ func containsID(e childEvent, id string) bool {
 	}
 	return false
 }
-
