@@ -35,10 +35,10 @@ type Cache struct {
 	states        sync.Pool // *readState
 	bufs          [maxBufClasses]sync.Pool
 
-	// life is read-locked by every call and write-locked by Close, so Close
-	// waits for calls in progress (and their pins) before unmapping.
-	life   sync.RWMutex
-	closed bool // guarded by life
+	// closed is set first by Close; each shard has its own flag, checked
+	// under the shard lock, so reads share no lock of their own.
+	closed  atomic.Bool
+	closeMu sync.Mutex // serialises Close
 
 	seq              atomic.Uint64 // last page write sequence number
 	degraded         atomic.Pointer[string]
@@ -167,9 +167,7 @@ func (c *Cache) writeFailed(err error) {
 // headers are cleared on disk: they do not come back after a restart. It
 // returns the number of pages dropped.
 func (c *Cache) Invalidate(uri string) (int, error) {
-	c.life.RLock()
-	defer c.life.RUnlock()
-	if c.closed {
+	if c.closed.Load() {
 		return 0, ErrClosed
 	}
 	n := 0
@@ -179,17 +177,48 @@ func (c *Cache) Invalidate(uri string) (int, error) {
 	return n, nil
 }
 
-// Close waits for reads in progress, then releases the slab files and the
-// directory lock. Pages stay on disk for the next New. Close is
-// idempotent; every later call returns ErrClosed.
+// Close waits for reads in progress to finish (their pinned pages and
+// their fetches), then releases the slab files and the directory lock.
+// Reads that start later, and reads in progress when they reach their next
+// page, return ErrClosed. Pages stay on disk for the next New. Close is
+// idempotent. A View callback must not call Close (it would wait for
+// itself).
 func (c *Cache) Close() error {
-	c.life.Lock()
-	defer c.life.Unlock()
-	if c.closed {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.closed.Load() {
 		return nil
 	}
-	c.closed = true
+	c.closed.Store(true)
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		sh.closed = true
+		sh.mu.Unlock()
+	}
+	for !c.quiet() {
+		time.Sleep(time.Millisecond)
+	}
 	return c.closeStores()
+}
+
+// quiet reports whether no read holds a page or a fetch.
+func (c *Cache) quiet() bool {
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		n := len(sh.flights)
+		sh.mu.Unlock()
+		if n > 0 {
+			return false
+		}
+	}
+	for i := range c.slots {
+		if c.slots[i].pins.Load() != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Cache) closeStores() error {

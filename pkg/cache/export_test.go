@@ -24,9 +24,9 @@ type SlotLocation struct {
 
 // Locate returns the disk location of a resident page.
 func (c *Cache) Locate(obj Object, p int64) (SlotLocation, bool) {
-	c.objects.mu.RLock()
+	c.objects.mu.Lock()
 	o := find(c.objects.byURI[obj.URI], obj)
-	c.objects.mu.RUnlock()
+	c.objects.mu.Unlock()
 	if o == nil || c.disk == nil {
 		return SlotLocation{}, false
 	}
@@ -54,4 +54,54 @@ func (c *Cache) NumShards() int { return len(c.shards) }
 // what the index holds; the counters match.
 func (c *Cache) CheckInvariants() error {
 	return c.checkInvariants()
+}
+
+// WriteSyntheticPages writes a valid header into every slot of c's slabs,
+// naming full pages of objects of perObject pages each (the data stays
+// zero; the header's checksum is that of a zero page), as a fast way to
+// build a full cache directory for re-index tests. It returns the number of
+// pages written. Close c and re-open the directory to re-index them.
+func (c *Cache) WriteSyntheticPages(perObject int) (int, error) {
+	ps := c.cfg.PageSize
+	crc := checksum(make([]byte, ps))
+	var seq uint64
+	n := 0
+	buf := make([]byte, 8192*headerSize)
+	for _, sl := range c.disk.slabs {
+		total := sl.geo.nslots * headerSize
+		for off := 0; off < total; off += len(buf) {
+			b := buf[:min(len(buf), total-off)]
+			for j := 0; j < len(b)/headerSize; j++ {
+				obj, page := n/perObject, n%perObject
+				seq++
+				encodeHeader(b[j*headerSize:], &pageHeader{
+					uri: SyntheticURI(obj), version: "v1", size: int64(perObject * ps),
+					page: int64(page), length: uint32(ps), crc: crc, seq: seq,
+				})
+				n++
+			}
+			if err := c.disk.pwriteFull(sl.fd, b, sl.geo.hdrOff+int64(off)); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// SyntheticURI names object i of WriteSyntheticPages.
+func SyntheticURI(i int) string {
+	return "s3://warehouse/db/table/part=" + itoa(i%1000) + "/file-" + itoa(i) + ".parquet"
+}
+
+func itoa(i int) string {
+	var b [20]byte
+	p := len(b)
+	for {
+		p--
+		b[p] = byte('0' + i%10)
+		i /= 10
+		if i == 0 {
+			return string(b[p:])
+		}
+	}
 }

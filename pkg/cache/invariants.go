@@ -7,8 +7,6 @@ import "fmt"
 // each shard holds exactly its quota; the policy's resident count equals
 // the index size; resident counters match. Used by tests.
 func (c *Cache) checkInvariants() error {
-	c.life.Lock()
-	defer c.life.Unlock()
 	seen := make([]int8, len(c.slots))
 	for i := range c.shards {
 		sh := &c.shards[i]

@@ -49,11 +49,28 @@ const maxVersions = 4
 type objectTable struct {
 	pageSize int
 
-	mu    sync.RWMutex         // guards the fields below
+	// read mirrors byURI for lookups without a shared lock (a sync.Map
+	// Load writes no shared memory). Its slices are never modified once
+	// stored.
+	read sync.Map // string -> []*object
+
+	mu    sync.Mutex           // guards the fields below; writers update read too
 	byURI map[string][]*object // the live versions of each URI
 	count int                  // objects in byURI
 	next  uint32               // last id handed out
 	gcAt  int                  // sweep when count reaches this
+}
+
+// set makes l the versions of uri. Caller holds t.mu.
+func (t *objectTable) set(uri string, l []*object) {
+	if len(l) == 0 {
+		delete(t.byURI, uri)
+		t.read.Delete(uri)
+		return
+	}
+	l = slices.Clip(l)
+	t.byURI[uri] = l
+	t.read.Store(uri, l)
 }
 
 const minSweep = 4096
@@ -90,11 +107,10 @@ func find(l []*object, obj Object) *object {
 // any, else the oldest) and is returned as stale: the caller drops its
 // pages.
 func (t *objectTable) lookup(obj Object) (o, stale *object) {
-	t.mu.RLock()
-	o = find(t.byURI[obj.URI], obj)
-	t.mu.RUnlock()
-	if o != nil {
-		return o, nil
+	if l, ok := t.read.Load(obj.URI); ok {
+		if o = find(l.([]*object), obj); o != nil {
+			return o, nil
+		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -117,7 +133,7 @@ func (t *objectTable) lookup(obj Object) (o, stale *object) {
 	}
 	o = t.newObject(obj)
 	o.replaced = len(l) > 0 || stale != nil
-	t.byURI[obj.URI] = append(l, o)
+	t.set(obj.URI, append(slices.Clip(l), o))
 	t.count++
 	return o, stale
 }
@@ -127,7 +143,7 @@ func (t *objectTable) intern(obj Object) *object {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	o := t.newObject(obj)
-	t.byURI[obj.URI] = append(t.byURI[obj.URI], o)
+	t.set(obj.URI, append(slices.Clip(t.byURI[obj.URI]), o))
 	t.count++
 	return o
 }
@@ -151,10 +167,7 @@ func (t *objectTable) newObject(obj Object) *object {
 // confirm records that the origin served o: every other version of its URI
 // leaves and is returned for the caller to drop.
 func (t *objectTable) confirm(o *object) []*object {
-	t.mu.RLock()
-	n := len(t.byURI[o.URI])
-	t.mu.RUnlock()
-	if n <= 1 {
+	if l, ok := t.read.Load(o.URI); ok && len(l.([]*object)) <= 1 {
 		return nil
 	}
 	t.mu.Lock()
@@ -170,7 +183,7 @@ func (t *objectTable) confirm(o *object) []*object {
 			stale = append(stale, s)
 		}
 	}
-	t.byURI[o.URI] = []*object{o}
+	t.set(o.URI, []*object{o})
 	t.count -= len(stale)
 	return stale
 }
@@ -186,11 +199,7 @@ func (t *objectTable) refuse(o *object) bool {
 		return false
 	}
 	o.dead.Store(true)
-	if len(l) == 1 {
-		delete(t.byURI, o.URI)
-	} else {
-		t.byURI[o.URI] = slices.Delete(slices.Clone(l), i, i+1)
-	}
+	t.set(o.URI, slices.Delete(slices.Clone(l), i, i+1))
 	t.count--
 	return true
 }
@@ -203,7 +212,7 @@ func (t *objectTable) remove(uri string) []*object {
 	for _, o := range l {
 		o.dead.Store(true)
 	}
-	delete(t.byURI, uri)
+	t.set(uri, nil)
 	t.count -= len(l)
 	return l
 }
@@ -225,18 +234,16 @@ func (t *objectTable) sweep() {
 			}
 			keep = append(keep, o)
 		}
-		t.count -= len(l) - len(keep)
-		if len(keep) == 0 {
-			delete(t.byURI, uri)
-		} else {
-			t.byURI[uri] = keep
+		if len(keep) != len(l) {
+			t.count -= len(l) - len(keep)
+			t.set(uri, keep)
 		}
 	}
 	t.gcAt = max(2*t.count, minSweep)
 }
 
 func (t *objectTable) len() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	return t.count
 }

@@ -14,6 +14,7 @@ const (
 	refHit  = iota // resident: the slot is pinned
 	refOwn         // missing: this read leads the flight and fetches it
 	refWait        // missing: another read's flight fetches it
+	refClosed      // the cache is closing
 )
 
 type pageRef struct {
@@ -111,9 +112,7 @@ func (c *Cache) read(ctx context.Context, obj Object, off, length int64, s *sink
 	if s.dst != nil && int64(len(s.dst)) < end-off {
 		return res, fmt.Errorf("%w: %d bytes for a %d-byte read", ErrShortBuffer, len(s.dst), end-off)
 	}
-	c.life.RLock()
-	defer c.life.RUnlock()
-	if c.closed {
+	if c.closed.Load() {
 		return res, ErrClosed
 	}
 	if end == off {
@@ -200,6 +199,10 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 			res.HitPages++
 			continue
 		}
+		if r.kind == refClosed {
+			err = ErrClosed
+			continue
+		}
 		fl := r.fl
 		if r.kind == refWait {
 			select {
@@ -266,6 +269,10 @@ func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64) pageRef {
 	k := mix64(pk)
 	sh := c.shardFor(k)
 	sh.mu.Lock()
+	if sh.closed {
+		sh.mu.Unlock()
+		return pageRef{kind: refClosed, page: p}
+	}
 	if slot, ok := sh.index[pk]; ok {
 		if c.slots[slot].obj == o {
 			sh.pol.Touch(k)
@@ -434,7 +441,7 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 	sh := c.shardFor(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.pol == nil || !o.cacheable || c.degraded.Load() != nil || o.dead.Load() {
+	if sh.pol == nil || sh.closed || !o.cacheable || c.degraded.Load() != nil || o.dead.Load() {
 		if !o.cacheable {
 			c.uncacheable.Add(1)
 		}
@@ -533,6 +540,10 @@ func (c *Cache) dropObject(o *object) int {
 		pk := pageKey(o, p)
 		sh := c.shardFor(mix64(pk))
 		sh.mu.Lock()
+		if sh.closed {
+			sh.mu.Unlock()
+			break
+		}
 		if slot, ok := sh.index[pk]; ok && c.slots[slot].obj == o {
 			c.hist.add(invalidatedFP(o, p))
 			dropped++

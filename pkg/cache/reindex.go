@@ -188,7 +188,13 @@ func (c *Cache) clearStale(slot uint32) {
 func (c *Cache) scanHeaders() ([]headerRec, []scannedObject, error) {
 	ps := c.cfg.PageSize
 	buf := make([]byte, 1024*headerSize)
-	var recs []headerRec
+	reused := 0
+	for _, sl := range c.disk.slabs {
+		if sl.reused {
+			reused += sl.geo.nslots
+		}
+	}
+	recs := make([]headerRec, 0, reused)
 	var objs []scannedObject
 	index := make(map[string]uint32)
 	var key []byte
