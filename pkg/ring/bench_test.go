@@ -2,12 +2,19 @@ package ring
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
 )
 
-// benchKeys returns n block keys of a synthetic table, in a shuffled order so
+// The benchmarks compare the ring with the groupcache-style baseline
+// (baseline_test.go: 100 replicas, CRC-32, binary search) in the same run;
+// the machine is shared and noisy, so read the ratios.
+//
+//	go test -run '^$' -bench . -benchtime 2s ./pkg/ring
+
+// benchKeys returns n block keys of a synthetic table, shuffled so that
 // consecutive lookups land far apart on the circle.
 func benchKeys(n int) []string {
 	keys := make([]string, n)
@@ -27,6 +34,8 @@ func nodeIDs(n int) []string {
 	return ids
 }
 
+// weightOne returns weight-1 nodes named ids, on racks rack-(i mod racks)
+// when racks > 0.
 func weightOne(ids []string, racks int) []Node {
 	nodes := make([]Node, len(ids))
 	for i, id := range ids {
@@ -38,34 +47,162 @@ func weightOne(ids []string, racks int) []Node {
 	return nodes
 }
 
-var benchSink string
+var (
+	benchSink  string
+	benchNodes []Node
+)
 
-// BenchmarkOwner compares Ring.Owner (default VNodes, prefix index) with the
-// groupcache-style baseline (100 replicas, binary search) in the same run.
+// BenchmarkOwner: one owner lookup. "hot" cycles over 4,096 keys, so keys
+// and the touched parts of the ring stay in cache (a scheduler placing the
+// tasks of one job); "cold" cycles over 1M keys, so most lookups also miss
+// the CPU caches on the key and on the ring's points.
 func BenchmarkOwner(b *testing.B) {
-	keys := benchKeys(1 << 16)
+	for _, set := range []struct {
+		name string
+		keys []string
+	}{{"hot", benchKeys(1 << 12)}, {"cold", millionKeys()}} {
+		keys := set.keys
+		for _, n := range []int{10, 100, 1000} {
+			ids := nodeIDs(n)
+			r, err := New(weightOne(ids, 0), Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(fmt.Sprintf("%s/ring/nodes=%d", set.name, n), func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					benchSink = r.Owner(keys[i%len(keys)]).ID
+					i++
+				}
+			})
+			g := newGroupcacheMap(100, ids...)
+			b.Run(fmt.Sprintf("%s/groupcache/nodes=%d", set.name, n), func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					benchSink = g.Get(keys[i%len(keys)])
+					i++
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkOwners: preference lists of 3, plain and rack-aware, and the
+// bounded-load lookup, at 100 nodes on 5 racks (hot keys).
+func BenchmarkOwners(b *testing.B) {
+	keys := benchKeys(1 << 12)
+	r, err := New(weightOne(nodeIDs(100), 5), Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dst := make([]Node, 0, 3)
+	b.Run("AppendOwners/n=3", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			dst = r.AppendOwners(dst[:0], keys[i%len(keys)], 3)
+			i++
+		}
+	})
+	b.Run("AppendOwnersRackAware/n=3", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			dst = r.AppendOwnersRackAware(dst[:0], keys[i%len(keys)], 3)
+			i++
+		}
+	})
+	loads := make([]int, r.Len())
+	for i := range loads {
+		loads[i] = 100 + i%7
+	}
+	load := func(i int) int { return loads[i] }
+	b.Run("OwnerBounded/c=1.25", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			n, _ := r.OwnerBounded(keys[i%len(keys)], load, 100*103, 1.25)
+			benchSink = n.ID
+			i++
+		}
+	})
+}
+
+// BenchmarkNew: building a ring (default VNodes) against building the
+// baseline; the ring's size is reported as MB and points.
+func BenchmarkNew(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {
 		ids := nodeIDs(n)
-		r, err := New(weightOne(ids, 0), Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		nodes := weightOne(ids, 0)
 		b.Run(fmt.Sprintf("ring/nodes=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
-			i := 0
+			var r *Ring
 			for b.Loop() {
-				benchSink = r.Owner(keys[i&(len(keys)-1)]).ID
-				i++
+				var err error
+				if r, err = New(nodes, Config{}); err != nil {
+					b.Fatal(err)
+				}
 			}
+			b.ReportMetric(float64(r.SizeBytes())/1e6, "MB")
+			b.ReportMetric(float64(r.Points()), "points")
 		})
-		g := newGroupcacheMap(100, ids...)
 		b.Run(fmt.Sprintf("groupcache/nodes=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
-			i := 0
 			for b.Loop() {
-				benchSink = g.Get(keys[i&(len(keys)-1)])
-				i++
+				newGroupcacheMap(100, ids...)
 			}
+		})
+	}
+}
+
+// BenchmarkBalance reports, for 100 nodes and 1M keys, the CoV and max/mean
+// of keys per node, and the keys moved by adding a 101st node over the ideal
+// 1/101, for the ring and the baseline. The figures do not depend on b.N.
+func BenchmarkBalance(b *testing.B) {
+	keys := millionKeys()
+	ids := nodeIDs(101)
+	r100, err := New(weightOne(ids[:100], 0), Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r101, err := New(weightOne(ids, 0), Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g100, g101 := newGroupcacheMap(100, ids[:100]...), newGroupcacheMap(100, ids...)
+	for _, c := range []struct {
+		name          string
+		before, after func(string) string
+	}{
+		{"ring", func(k string) string { return r100.Owner(k).ID }, func(k string) string { return r101.Owner(k).ID }},
+		{"groupcache", g100.Get, g101.Get},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+			}
+			counts := map[string]float64{}
+			moved := 0
+			for _, k := range keys {
+				o := c.before(k)
+				counts[o]++
+				if c.after(k) != o {
+					moved++
+				}
+			}
+			xs := make([]float64, 0, len(counts))
+			for _, v := range counts {
+				xs = append(xs, v)
+			}
+			for len(xs) < 100 {
+				xs = append(xs, 0) // a node that got no key
+			}
+			cov, mm := balance(xs)
+			b.ReportMetric(100*cov, "CoV%")
+			b.ReportMetric(mm, "max/mean")
+			b.ReportMetric(float64(moved)/float64(len(keys))*101, "moved/ideal")
+			b.ReportMetric(100*math.Sqrt(100/float64(len(keys))), "noiseCoV%")
 		})
 	}
 }

@@ -21,8 +21,20 @@ func (r *Ring) build(counts []int, total int, hashBytes func([]byte) uint64) {
 	}
 	r.points = sortByPosition(pts)
 
-	// About three points per bucket: a search reads one or two cache lines.
-	tb := max(0, min(24, bits.Len(uint(total))-2))
+	r.index(max(0, min(maxIndexBits, bits.Len(uint(total))-indexDensity)))
+}
+
+// The prefix index has 2^b buckets with b = bits.Len(points) - indexDensity,
+// at most maxIndexBits: 16 to 32 points per bucket, and at most 256 KiB, so
+// the index stays in the CPU cache and a lookup's one cache miss is on the
+// points.
+const (
+	indexDensity = 5
+	maxIndexBits = 16
+)
+
+// index builds the prefix index with 2^tb buckets.
+func (r *Ring) index(tb int) {
 	r.shift = uint(32 - tb)
 	r.table = make([]uint32, 1<<tb+1)
 	for _, e := range r.points {

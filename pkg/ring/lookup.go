@@ -15,11 +15,29 @@ func (r *Ring) successor(p uint32) int {
 	lo, hi := int(r.table[b]), int(r.table[b+1])
 	t := uint64(p) << 32
 	pts := r.points
-	if hi-lo <= 8 {
-		for lo < hi && pts[lo] < t {
-			lo++
+	if hi-lo > 4 {
+		// Positions are uniform inside a bucket: interpolate a first
+		// guess, then scan from it, usually within one cache line.
+		g := lo + int(uint64(hi-lo)*(uint64(p)&(1<<r.shift-1))>>r.shift)
+		if pts[g] < t {
+			lo = g + 1
+			for steps := 0; lo < hi && steps < 8; steps++ {
+				if pts[lo] >= t {
+					return r.wrap(lo)
+				}
+				lo++
+			}
+		} else {
+			for steps := 0; g > lo && steps < 8; steps++ {
+				if pts[g-1] < t {
+					return g
+				}
+				g--
+			}
+			hi = g // pts[g] >= t
 		}
-	} else { // a crowded bucket: a skewed custom hash, or heavy weights
+		// Far from the guess (a crowded bucket: a skewed custom hash or
+		// heavy weights): binary search what is left.
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
 			if pts[m] < t {
@@ -28,11 +46,19 @@ func (r *Ring) successor(p uint32) int {
 				hi = m
 			}
 		}
+		return r.wrap(lo)
 	}
-	if lo == len(pts) {
+	for lo < hi && pts[lo] < t {
+		lo++
+	}
+	return r.wrap(lo)
+}
+
+func (r *Ring) wrap(i int) int {
+	if i == len(r.points) {
 		return 0
 	}
-	return lo
+	return i
 }
 
 // predecessor returns the index of the last point before point s on the
