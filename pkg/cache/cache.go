@@ -27,6 +27,7 @@ type Cache struct {
 	slots        []slotMeta
 	store        store      // nil: no slots, reads pass through
 	disk         *diskStore // the SSD tier, when Dir is set
+	ram          *ramTier   // hot copies of disk pages, when Dir and MemoryBytes are set
 	hist         *history
 	window       int // pages a read plans at once
 	verifyAlways bool
@@ -89,6 +90,9 @@ func New(cfg Config) (*Cache, error) {
 		}
 		if reason != "" {
 			c.degraded.Store(&reason)
+		}
+		if n := int(cfg.MemoryBytes / int64(cfg.PageSize)); n > 0 && c.store != nil {
+			c.ram = newRAMTier(n, cfg.PageSize)
 		}
 	} else {
 		c.store = newMemStore(int(cfg.MemoryBytes/int64(cfg.PageSize)), cfg.PageSize)
@@ -216,6 +220,13 @@ func (c *Cache) quiet() bool {
 	for i := range c.slots {
 		if c.slots[i].pins.Load() != 0 {
 			return false
+		}
+	}
+	if c.ram != nil {
+		for i := range c.ram.pins {
+			if c.ram.pins[i].Load() != 0 {
+				return false
+			}
 		}
 	}
 	return true

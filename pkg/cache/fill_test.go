@@ -216,7 +216,10 @@ func TestChurnWithPins(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		objs = append(objs, org.PutGenerated("s3://b/churn"+string(rune('a'+i)), "v", 20*testPage+int64(i)))
 	}
-	c := newDisk(t, org, t.TempDir(), 24, func(cfg *cache.Config) { cfg.Policy = "locus" })
+	c := newDisk(t, org, t.TempDir(), 24, func(cfg *cache.Config) {
+		cfg.Policy = "locus"
+		cfg.MemoryBytes = 6 * testPage // a RAM tier too
+	})
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := 0; g < 8; g++ {
@@ -284,6 +287,36 @@ func TestLeaderCancelled(t *testing.T) {
 	}
 	if err := <-follower; err != nil {
 		t.Fatalf("follower failed with its leader: %v", err)
+	}
+	checkInv(t, c)
+}
+
+// The RAM tier keeps copies of pages read twice; reads are served from it;
+// dropping a disk page drops its copy.
+func TestRAMTier(t *testing.T) {
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/ram", "v", 8*testPage)
+	c := newDisk(t, org, t.TempDir(), 32, func(cfg *cache.Config) { cfg.MemoryBytes = 4 * testPage })
+	for i := 0; i < 3; i++ {
+		got, _ := mustGet(t, c, obj, 0, obj.Size)
+		checkBytes(t, obj, 0, got)
+	}
+	st := c.Stats()
+	if st.RAMCapacityPages != 4 || st.RAMPages != 4 || st.Promotions < 4 {
+		t.Fatalf("RAM tier: %d/%d pages, %d promotions; want 4/4, >= 4", st.RAMPages, st.RAMCapacityPages, st.Promotions)
+	}
+	before := st.RAMHits
+	got, res := mustGet(t, c, obj, 0, obj.Size)
+	checkBytes(t, obj, 0, got)
+	if st := c.Stats(); st.RAMHits-before < 1 || res.HitPages != 8 {
+		t.Fatalf("fourth read: %d RAM hits, %+v", st.RAMHits-before, res)
+	}
+	checkInv(t, c)
+	if n, _ := c.Invalidate(obj.URI); n != 8 {
+		t.Fatalf("Invalidate dropped %d pages, want 8", n)
+	}
+	if st := c.Stats(); st.RAMPages != 0 {
+		t.Fatalf("%d RAM copies survive their pages", st.RAMPages)
 	}
 	checkInv(t, c)
 }

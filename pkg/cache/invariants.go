@@ -47,6 +47,26 @@ func (c *Cache) checkInvariants() error {
 			return fmt.Errorf("shard %d: %d flights left", i, fl)
 		}
 	}
+	if c.ram != nil {
+		c.ram.mu.Lock()
+		defer c.ram.mu.Unlock()
+		for r, d := range c.ram.owner {
+			if d == ramFilling {
+				return fmt.Errorf("RAM slot %d still being filled", r)
+			}
+			if d >= 0 && (c.slots[d].ram.Load() != int32(r)+1 || c.slots[d].obj == nil) {
+				return fmt.Errorf("RAM slot %d owned by disk slot %d, which does not point back or is free", r, d)
+			}
+			if p := c.ram.pins[r].Load(); p != 0 {
+				return fmt.Errorf("RAM slot %d still pinned %d times", r, p)
+			}
+		}
+		for s := range c.slots {
+			if r1 := c.slots[s].ram.Load(); r1 != 0 && c.ram.owner[r1-1] != int32(s) {
+				return fmt.Errorf("disk slot %d points to RAM slot %d owned by %d", s, r1-1, c.ram.owner[r1-1])
+			}
+		}
+	}
 	for s, n := range seen {
 		if n != 1 {
 			return fmt.Errorf("slot %d appears %d times", s, n)

@@ -11,17 +11,19 @@ import (
 
 // How a read serves one page.
 const (
-	refHit  = iota // resident: the slot is pinned
-	refOwn         // missing: this read leads the flight and fetches it
-	refWait        // missing: another read's flight fetches it
-	refClosed      // the cache is closing
+	refHit    = iota // resident: the slot is pinned
+	refOwn           // missing: this read leads the flight and fetches it
+	refWait          // missing: another read's flight fetches it
+	refClosed        // the cache is closing
 )
 
 type pageRef struct {
-	fl   *flight
-	page int64
-	slot uint32
-	kind uint8
+	fl      *flight
+	page    int64
+	slot    uint32
+	ram     int32 // refHit: the pinned RAM-tier copy plus one, 0 for none
+	kind    uint8
+	promote bool // refHit: copy the page to the RAM tier after the read
 }
 
 // fetchRun is refs[i:i+n]: consecutive pages this read fetches with one
@@ -161,7 +163,7 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 	// Verify unverified hits now, so a corrupt page joins the fetch.
 	for i := range refs {
 		r := &refs[i]
-		if r.kind != refHit || c.verified(r.slot) {
+		if r.kind != refHit || r.ram != 0 || c.verified(r.slot) {
 			continue
 		}
 		lo, hi := within(off, end, ps, r.page)
@@ -192,8 +194,16 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 		r := &refs[i]
 		lo, hi := within(off, end, ps, r.page)
 		if r.kind == refHit {
-			err = s.put(c.store.page(r.slot)[lo:hi])
-			c.slots[r.slot].pins.Add(-1)
+			if r.ram != 0 {
+				err = s.put(c.ram.mem.page(uint32(r.ram - 1))[lo:hi])
+				c.ram.pins[r.ram-1].Add(-1)
+			} else {
+				err = s.put(c.store.page(r.slot)[lo:hi])
+				if r.promote && err == nil {
+					c.promote(o, r.page, r.slot)
+				}
+				c.slots[r.slot].pins.Add(-1)
+			}
 			res.Bytes += int64(hi - lo)
 			res.HitBytes += int64(hi - lo)
 			res.HitPages++
@@ -239,10 +249,12 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 	// Release what was not delivered.
 	for ; i < len(refs); i++ {
 		r := &refs[i]
-		switch r.kind {
-		case refHit:
+		switch {
+		case r.kind == refHit && r.ram != 0:
+			c.ram.pins[r.ram-1].Add(-1)
+		case r.kind == refHit:
 			c.slots[r.slot].pins.Add(-1)
-		case refWait:
+		case r.kind == refWait:
 			select {
 			case <-r.fl.done:
 				releaseBuf(r.fl.buf, &c.bufs)
@@ -274,13 +286,22 @@ func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64) pageRef {
 		return pageRef{kind: refClosed, page: p}
 	}
 	if slot, ok := sh.index[pk]; ok {
-		if c.slots[slot].obj == o {
+		if m := &c.slots[slot]; m.obj == o {
 			sh.pol.Touch(k)
-			c.slots[slot].pins.Add(1)
 			sh.st.hitPages++
 			sh.st.hitBytes += bytes
+			ref := pageRef{kind: refHit, page: p, slot: slot}
+			if c.ram != nil {
+				if ref.ram = c.ram.pin(m); ref.ram == 0 {
+					m.hits = min(m.hits+1, 255)
+					ref.promote = m.hits >= 2
+				}
+			}
+			if ref.ram == 0 {
+				m.pins.Add(1)
+			}
 			sh.mu.Unlock()
-			return pageRef{kind: refHit, page: p, slot: slot}
+			return ref
 		}
 		// Same id, another object: only after 2^32 objects. Drop the old one.
 		sh.pol.Remove(k)
@@ -332,6 +353,27 @@ func (c *Cache) verified(slot uint32) bool {
 	}
 	m.flags.Or(flagVerified)
 	return true
+}
+
+// promote copies the pinned disk page of o to the RAM tier.
+func (c *Cache) promote(o *object, p int64, slot uint32) {
+	r := c.ram.reserve(c.slots)
+	if r < 0 {
+		return
+	}
+	m := &c.slots[slot]
+	copy(c.ram.mem.page(uint32(r)), c.store.page(slot)[:m.length])
+	pk := pageKey(o, p)
+	sh := c.shardFor(mix64(pk))
+	sh.mu.Lock()
+	if cur, ok := sh.index[pk]; ok && cur == slot && m.obj == o && m.ram.Load() == 0 {
+		m.ram.Store(r + 1)
+		c.ram.publish(r, int32(slot))
+		c.ram.promotions.Add(1)
+	} else {
+		c.ram.publish(r, ramFree)
+	}
+	sh.mu.Unlock()
 }
 
 // dropCorrupt removes a page that failed its checksum, if it is still the
@@ -519,7 +561,7 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 	if old, ok := sh.index[pk]; ok { // id reuse after 2^32 objects
 		c.unlink(sh, pk, old)
 	}
-	m.obj, m.page, m.length, m.crc = o, uint32(p), uint32(len(data)), h.crc
+	m.obj, m.page, m.length, m.crc, m.hits = o, uint32(p), uint32(len(data)), h.crc, 0
 	sh.index[pk] = slot
 	sh.st.resident++
 	sh.st.usedBytes += int64(len(data))

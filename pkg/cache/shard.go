@@ -14,7 +14,7 @@ const (
 	flagPopulated             // the slot's memory was mapped with populate
 )
 
-// slotMeta is the in-RAM state of one slot: 32 bytes.
+// slotMeta is the in-RAM state of one slot: 40 bytes.
 type slotMeta struct {
 	// Guarded by the mutex of the shard that owns the slot; stable while
 	// the slot is pinned.
@@ -27,6 +27,11 @@ type slotMeta struct {
 	// slot in the index), decremented without it.
 	pins  atomic.Int32
 	flags atomic.Uint32
+	// ram is the RAM tier's copy (its slot plus one; 0 none); see ramTier.
+	ram atomic.Int32
+	// hits counts reads since the page was written, for promotion to the
+	// RAM tier (saturating). Guarded by the shard lock.
+	hits uint8
 }
 
 // shard owns a part of the key space: its index, its policy, its free slots
@@ -118,6 +123,9 @@ func (c *Cache) unlink(sh *shard, pk uint64, slot uint32) *object {
 	o := m.obj
 	delete(sh.index, pk)
 	m.obj = nil
+	if c.ram != nil {
+		c.ram.drop(slot, m)
+	}
 	o.pages.Add(-1)
 	sh.st.resident--
 	sh.st.usedBytes -= int64(m.length)

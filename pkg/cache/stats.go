@@ -25,6 +25,9 @@ type Stats struct {
 	UsedBytes     int64
 	// Objects is the number of interned objects (URI, version).
 	Objects int
+	// RAMPages are disk pages with a copy in the RAM tier, RAMCapacityPages
+	// its size; RAMHits were served from it; Promotions copied a page in.
+	RAMPages, RAMCapacityPages, RAMHits, Promotions int64
 
 	HitPages, HitBytes int64
 	// Misses by cause, indexed by MissCause.
@@ -83,6 +86,10 @@ func (c *Cache) Stats() Stats {
 	}
 	if c.disk != nil {
 		s.DiskBytes = c.disk.diskBytes()
+	}
+	if c.ram != nil {
+		s.RAMPages, s.RAMCapacityPages = c.ram.resident(), int64(len(c.ram.owner))
+		s.RAMHits, s.Promotions = c.ram.hits.Load(), c.ram.promotions.Load()
 	}
 	if r := c.degraded.Load(); r != nil {
 		s.Degraded, s.DegradedReason = true, *r
