@@ -34,19 +34,10 @@ func (p *Placer) PlaceBatch(in []Task, now time.Time) ([]Assignment, error) {
 	if len(in) == 0 {
 		return nil, nil
 	}
-	seen := make(map[taskKey]struct{}, len(in))
 	for i := range in {
 		if err := checkTask(&in[i]); err != nil {
 			return nil, err
 		}
-		k := taskKey{in[i].Job, in[i].ID}
-		if _, dup := seen[k]; dup {
-			return nil, fmt.Errorf("%w: job %q task %q listed twice in the batch", ErrDuplicateTask, k.job, k.id)
-		}
-		if _, dup := p.tasks[k]; dup {
-			return nil, fmt.Errorf("%w: job %q task %q", ErrDuplicateTask, k.job, k.id)
-		}
-		seen[k] = struct{}{}
 	}
 	if p.aliveSlots == 0 {
 		return nil, ErrNoCapacity
@@ -58,8 +49,34 @@ func (p *Placer) PlaceBatch(in []Task, now time.Time) ([]Assignment, error) {
 	if over := len(in) - freeSlots; over > 0 && p.queued+over > p.cfg.MaxQueued {
 		return nil, fmt.Errorf("%w: %d tasks queued, batch would add at least %d", ErrQueueFull, p.queued, over)
 	}
+	// Reserve the keys (nil entries, the jobs held active meanwhile),
+	// which also finds duplicates within the batch; undo on error.
+	undo := func(upto int) {
+		for _, x := range in[:upto] {
+			j := p.jobs[x.Job]
+			delete(j.tasks, x.ID)
+			p.deactivate(j)
+		}
+	}
+	for i := range in {
+		j := p.job(in[i].Job)
+		if t, dup := j.tasks[in[i].ID]; dup {
+			undo(i)
+			if t == nil {
+				return nil, fmt.Errorf("%w: job %q task %q listed twice in the batch", ErrDuplicateTask, in[i].Job, in[i].ID)
+			}
+			return nil, fmt.Errorf("%w: job %q task %q", ErrDuplicateTask, in[i].Job, in[i].ID)
+		}
+		if j.tasks == nil {
+			j.tasks = make(map[string]*task)
+		}
+		j.tasks[in[i].ID] = nil
+		p.activate(j)
+	}
+	undo(len(in)) // the reservations have done their job: release them
 	p.catchUp(now)
 
+	p.reserve(len(in))
 	ts := make([]*task, len(in))
 	for i := range in {
 		ts[i] = p.newTask(&in[i], now)
@@ -109,6 +126,17 @@ func (p *Placer) PlaceBatch(in []Task, now time.Time) ([]Assignment, error) {
 
 // batchScratch holds the matching's arrays, reused across batches. Nodes
 // are numbered locally (node.bIdx, valid while node.bEpoch == epoch).
+//
+// The matching works on nodes rather than tasks: after a greedy start, the
+// tasks matched to a node u that also prefer a node v form an edge u -> v
+// whose capacity is their count (moving one of them from u to v frees a
+// slot on u). An augmenting path runs from a node preferred by an unmatched
+// task, along such edges, to a node with a free slot; shifting one task
+// along each edge lets the unmatched task in. The graph has as many
+// vertices as nodes, whatever the number of tasks, so each phase (a BFS
+// layering, then Dinic-style depth-first augmentation along the layers)
+// costs O(nodes + distinct node pairs), and the result is a maximum
+// b-matching (tested against brute force).
 type batchScratch struct {
 	epoch uint32
 	nodes []*node // local index -> node
@@ -121,9 +149,18 @@ type batchScratch struct {
 	match    []int32 // task -> local node, -1 unmatched
 	next     []int32
 	prev     []int32
-	distT    []int32
-	distN    []int32
-	queue    []int32
+
+	// The node graph: edge e goes to eTo[e] and carries eCnt[e] tasks.
+	edges map[uint64]int32
+	eTo   []int32
+	eCnt  []int32
+	out   [][]int32 // node -> its edges
+	level []int32
+	iter  []int32 // current arc of each node in a phase
+	queue []int32
+	unm   []int32 // unmatched tasks with a usable preferred node
+
+	phases int // augmenting phases of the last batch (for tests)
 }
 
 func (b *batchScratch) reset() {
@@ -166,6 +203,7 @@ func (b *batchScratch) matchData(ts []*task) {
 		}
 	}
 	b.adjStart = append(b.adjStart, int32(len(b.adj)))
+	b.phases = 0
 	nt, nn := len(ts), len(b.nodes)
 	b.match = fill(b.match, nt, -1)
 	b.next = fill(b.next, nt, -1)
@@ -173,46 +211,62 @@ func (b *batchScratch) matchData(ts []*task) {
 	b.load = fill(b.load, nn, 0)
 	b.head = fill(b.head, nn, -1)
 
-	// Greedy start: owner first, else the first replica with room.
-	free := 0
+	// Greedy start: the preferred node with the most room left (owner
+	// first on ties), which balances load as "power of d choices" does and
+	// leaves few tasks for the augmenting phases.
+	b.unm = b.unm[:0]
 	for i := range nt {
-		for _, v := range b.adj[b.adjStart[i]:b.adjStart[i+1]] {
-			if b.load[v] < b.cap[v] {
-				b.assign(int32(i), v)
-				break
+		best, room := int32(-1), int32(0)
+		for _, v := range b.prefs(int32(i)) {
+			if r := b.cap[v] - b.load[v]; r > room {
+				best, room = v, r
 			}
 		}
-		if b.match[i] < 0 && b.adjStart[i+1] > b.adjStart[i] {
-			free++
+		if best >= 0 {
+			b.link(int32(i), best)
+		} else if len(b.prefs(int32(i))) > 0 {
+			b.unm = append(b.unm, int32(i))
 		}
 	}
-	// Augment along shortest alternating paths until none is left.
-	for free > 0 && b.bfs() {
+	spare := int32(0)
+	for v := range nn {
+		spare += b.cap[v] - b.load[v]
+	}
+	if len(b.unm) == 0 || spare == 0 {
+		return
+	}
+	b.buildGraph()
+	for len(b.unm) > 0 && spare > 0 && b.layer() {
+		b.phases++
 		n := 0
-		for i := range nt {
-			if b.match[i] < 0 && b.distT[i] == 0 && b.dfs(int32(i)) {
-				n++
+		for _, i := range b.unm {
+			for _, s := range b.prefs(i) {
+				if b.level[s] == 0 && b.augment(s) {
+					b.link(i, s)
+					b.addEdges(i, s, 1)
+					n++
+					break
+				}
 			}
 		}
 		if n == 0 {
 			break
 		}
-		free -= n
+		spare -= int32(n)
+		left := b.unm[:0]
+		for _, i := range b.unm {
+			if b.match[i] < 0 {
+				left = append(left, i)
+			}
+		}
+		b.unm = left
 	}
 }
 
-func (b *batchScratch) assign(i, v int32) {
-	if old := b.match[i]; old >= 0 {
-		if b.prev[i] >= 0 {
-			b.next[b.prev[i]] = b.next[i]
-		} else {
-			b.head[old] = b.next[i]
-		}
-		if b.next[i] >= 0 {
-			b.prev[b.next[i]] = b.prev[i]
-		}
-		b.load[old]--
-	}
+func (b *batchScratch) prefs(i int32) []int32 { return b.adj[b.adjStart[i]:b.adjStart[i+1]] }
+
+// link matches task i to node v; unlink undoes it.
+func (b *batchScratch) link(i, v int32) {
 	b.match[i] = v
 	b.prev[i] = -1
 	b.next[i] = b.head[v]
@@ -223,67 +277,134 @@ func (b *batchScratch) assign(i, v int32) {
 	b.load[v]++
 }
 
-// bfs layers the graph from the unmatched tasks (layer 0); tasks get even
-// layers, nodes odd ones. It reports whether a node with room is reachable.
-func (b *batchScratch) bfs() bool {
-	nt := len(b.match)
-	b.distT = fill(b.distT, nt, -1)
-	b.distN = fill(b.distN, len(b.nodes), -1)
-	b.queue = b.queue[:0]
-	for i := range nt {
-		if b.match[i] < 0 && b.adjStart[i+1] > b.adjStart[i] {
-			b.distT[i] = 0
-			b.queue = append(b.queue, int32(i))
-		}
+func (b *batchScratch) unlink(i int32) {
+	v := b.match[i]
+	if b.prev[i] >= 0 {
+		b.next[b.prev[i]] = b.next[i]
+	} else {
+		b.head[v] = b.next[i]
 	}
-	const inf = int32(1 << 30)
-	limit := inf
-	for q := 0; q < len(b.queue); q++ {
-		i := b.queue[q]
-		d := b.distT[i]
-		if d+1 > limit {
-			break
-		}
-		for _, v := range b.adj[b.adjStart[i]:b.adjStart[i+1]] {
-			if v == b.match[i] || b.distN[v] >= 0 {
-				continue
-			}
-			b.distN[v] = d + 1
-			if b.load[v] < b.cap[v] {
-				limit = d + 1
-				continue
-			}
-			for u := b.head[v]; u >= 0; u = b.next[u] {
-				if b.distT[u] < 0 {
-					b.distT[u] = d + 2
-					b.queue = append(b.queue, u)
-				}
-			}
-		}
+	if b.next[i] >= 0 {
+		b.prev[b.next[i]] = b.prev[i]
 	}
-	return limit != inf
+	b.match[i] = -1
+	b.load[v]--
 }
 
-// dfs looks for an augmenting path from task i along the layers; on success
-// it shifts the matching along the path.
-func (b *batchScratch) dfs(i int32) bool {
-	want := b.distT[i] + 1
-	for _, v := range b.adj[b.adjStart[i]:b.adjStart[i+1]] {
-		if b.distN[v] != want {
+func (b *batchScratch) buildGraph() {
+	nn := len(b.nodes)
+	if b.edges == nil {
+		b.edges = make(map[uint64]int32)
+	}
+	clear(b.edges)
+	b.eTo = b.eTo[:0]
+	b.eCnt = b.eCnt[:0]
+	if cap(b.out) < nn {
+		b.out = make([][]int32, nn)
+	}
+	b.out = b.out[:nn]
+	for v := range b.out {
+		b.out[v] = b.out[v][:0]
+	}
+	for i := range int32(len(b.match)) {
+		if u := b.match[i]; u >= 0 {
+			b.addEdges(i, u, 1)
+		}
+	}
+}
+
+// addEdges adds d (+1 or -1) to the edges u -> w for the other preferred
+// nodes w of task i, which sits on u.
+func (b *batchScratch) addEdges(i, u, d int32) {
+	for _, w := range b.prefs(i) {
+		if w == u {
 			continue
 		}
-		if b.load[v] < b.cap[v] {
-			b.assign(i, v)
-			return true
+		k := uint64(u)<<32 | uint64(w)
+		e, ok := b.edges[k]
+		if !ok {
+			e = int32(len(b.eTo))
+			b.edges[k] = e
+			b.eTo = append(b.eTo, w)
+			b.eCnt = append(b.eCnt, 0)
+			b.out[u] = append(b.out[u], e)
 		}
-		for u := b.head[v]; u >= 0; u = b.next[u] {
-			if b.distT[u] == want+1 && b.dfs(u) {
-				b.assign(i, v)
-				return true
+		b.eCnt[e] += d
+	}
+}
+
+// layer runs a BFS over the node graph from the nodes preferred by
+// unmatched tasks (level 0), up to the first level holding a node with a
+// free slot. It reports whether one was reached.
+func (b *batchScratch) layer() bool {
+	nn := len(b.nodes)
+	b.level = fill(b.level, nn, -1)
+	b.iter = fill(b.iter, nn, 0)
+	b.queue = b.queue[:0]
+	for _, i := range b.unm {
+		for _, v := range b.prefs(i) {
+			if b.level[v] < 0 {
+				b.level[v] = 0
+				b.queue = append(b.queue, v)
 			}
 		}
-		b.distN[v] = -2 // dead end for this phase
 	}
-	b.distT[i] = -2
+	limit := int32(-1)
+	for q := 0; q < len(b.queue); q++ {
+		u := b.queue[q]
+		if limit >= 0 && b.level[u] >= limit {
+			break
+		}
+		if b.load[u] < b.cap[u] {
+			limit = b.level[u]
+			continue
+		}
+		for _, e := range b.out[u] {
+			if v := b.eTo[e]; b.eCnt[e] > 0 && b.level[v] < 0 {
+				b.level[v] = b.level[u] + 1
+				b.queue = append(b.queue, v)
+			}
+		}
+	}
+	return limit >= 0
+}
+
+// augment makes room for one more task on node u, shifting tasks along a
+// layered path to a node with a free slot; it reports success.
+func (b *batchScratch) augment(u int32) bool {
+	if b.load[u] < b.cap[u] {
+		return true
+	}
+	for ; b.iter[u] < int32(len(b.out[u])); b.iter[u]++ {
+		e := b.out[u][b.iter[u]]
+		v := b.eTo[e]
+		if b.eCnt[e] <= 0 || b.level[v] != b.level[u]+1 || !b.augment(v) {
+			continue
+		}
+		// Move one task on u that also prefers v.
+		for i := b.head[u]; i >= 0; i = b.next[i] {
+			if !containsNode(b.prefs(i), v) {
+				continue
+			}
+			b.addEdges(i, u, -1)
+			b.unlink(i)
+			b.link(i, v)
+			b.addEdges(i, v, 1)
+			return true
+		}
+		// Unreachable while the edge counts are right; should they drift,
+		// repair the count rather than fail the batch (v has room now).
+		b.eCnt[e] = 0
+	}
+	b.level[u] = -2 // dead end for this phase
+	return false
+}
+
+func containsNode(s []int32, v int32) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
 	return false
 }

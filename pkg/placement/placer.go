@@ -21,8 +21,11 @@ type Placer struct {
 	// aliveSlots is the total slots of alive member nodes (used or not).
 	aliveSlots int
 
-	tasks map[taskKey]*task // queued and running tasks
-	jobs  map[string]*jobState
+	ntasks int // queued and running tasks (each in its job's tasks map)
+	jobs   map[string]*jobState
+	// lastJob caches the last job looked up (a stream of calls is mostly
+	// for one job).
+	lastJob *jobState
 	idle  jobList // jobs with no queued or running task, oldest idle first
 
 	global Counters
@@ -71,16 +74,14 @@ type task struct {
 	state     taskState
 
 	// While queued.
-	level          uint8
-	rackAt, anyAt  time.Time // when the task reaches levelRack, levelOther
-	nextAt         time.Time // its next step (heap key)
-	heapIdx        int32
-	links          []link // one per preferred node: membership of node.waiters
-	linkBuf        [3]link
-	rackLink       link // membership of ownerRack.waiters (level >= levelRack)
-	anyLink        link // membership of Placer.anyQ (level == levelOther)
-	batchNode      int32
-	batchCandidate bool
+	level         uint8
+	rackAt, anyAt time.Time // when the task reaches levelRack, levelOther
+	nextAt        time.Time // its next step (heap key)
+	heapIdx       int32
+	links         []link // one per preferred node: membership of node.waiters
+	linkBuf       [3]link
+	rackLink      link // membership of ownerRack.waiters (level >= levelRack)
+	anyLink       link // membership of Placer.anyQ (level == levelOther)
 
 	// While running.
 	node    *node
@@ -142,6 +143,7 @@ func (n *node) usable() bool { return n.member && n.state == Alive && n.slots > 
 
 type jobState struct {
 	name               string
+	tasks              map[string]*task // queued and running, by task id
 	c                  Counters
 	active             int // queued + running tasks
 	idlePrev, idleNext *jobState
@@ -189,7 +191,6 @@ func New(cfg Config) (*Placer, error) {
 		cfg:   cfg,
 		nodes: make(map[string]*node),
 		racks: make(map[string]*rack),
-		tasks: make(map[taskKey]*task),
 		jobs:  make(map[string]*jobState),
 		fs:    firstSeen{ttl: cfg.FirstSeenTTL, max: cfg.FirstSeenMax},
 		exact: true,
@@ -393,7 +394,7 @@ func (p *Placer) lose(t *task) Lost {
 		lc.Lost++
 	}
 	p.deactivate(t.job)
-	delete(p.tasks, t.key)
+	p.delTask(t)
 	p.release(t)
 	return l
 }
@@ -421,18 +422,26 @@ func (p *Placer) Nodes() []NodeStatus {
 // ---- jobs ----
 
 func (p *Placer) job(name string) *jobState {
+	if j := p.lastJob; j != nil && j.name == name {
+		return j
+	}
 	if j := p.jobs[name]; j != nil {
+		p.lastJob = j
 		return j
 	}
 	for len(p.jobs) >= p.cfg.MaxJobs && p.idle.head != nil {
 		old := p.idle.head
 		p.idle.remove(old)
 		delete(p.jobs, old.name)
+		if p.lastJob == old {
+			p.lastJob = nil
+		}
 		p.exact = false
 	}
 	j := &jobState{name: name}
 	p.jobs[name] = j
 	p.idle.push(j)
+	p.lastJob = j
 	return j
 }
 
@@ -477,7 +486,32 @@ func (p *Placer) Jobs() []string {
 func (p *Placer) Queued() int { return p.queued }
 
 // Running is the number of placed tasks holding a slot.
-func (p *Placer) Running() int { return len(p.tasks) - p.queued }
+func (p *Placer) Running() int { return p.ntasks - p.queued }
+
+// getTask returns a queued or running task, nil if none (or a batch's
+// reservation).
+func (p *Placer) getTask(job, id string) *task {
+	j := p.lastJob
+	if j == nil || j.name != job {
+		if j = p.jobs[job]; j == nil {
+			return nil
+		}
+	}
+	return j.tasks[id]
+}
+
+func (p *Placer) putTask(t *task) {
+	if t.job.tasks == nil {
+		t.job.tasks = make(map[string]*task)
+	}
+	t.job.tasks[t.key.id] = t
+	p.ntasks++
+}
+
+func (p *Placer) delTask(t *task) {
+	delete(t.job.tasks, t.key.id)
+	p.ntasks--
+}
 
 // ---- tasks ----
 
@@ -487,13 +521,25 @@ func (p *Placer) alloc() *task {
 		p.pool = p.pool[:n-1]
 		return t
 	}
-	return &task{heapIdx: -1, batchNode: -1}
+	return &task{heapIdx: -1}
+}
+
+// reserve makes sure the pool holds n task records, allocating the missing
+// ones in one slab (a batch of 100k tasks makes one allocation, not 100k).
+func (p *Placer) reserve(n int) {
+	if missing := n - len(p.pool); missing > 0 {
+		slab := make([]task, missing)
+		for i := range slab {
+			slab[i].heapIdx = -1
+			p.pool = append(p.pool, &slab[i])
+		}
+	}
 }
 
 func (p *Placer) release(t *task) {
 	clear(t.preferBuf[:])
 	clear(t.linkBuf[:])
-	*t = task{heapIdx: -1, batchNode: -1}
+	*t = task{heapIdx: -1}
 	if len(p.pool) < 1<<16 {
 		p.pool = append(p.pool, t)
 	}
@@ -596,7 +642,7 @@ func (p *Placer) place(t *task, n *node, now time.Time) Assignment {
 	} else {
 		t.job = p.job(t.key.job)
 		p.activate(t.job)
-		p.tasks[t.key] = t
+		p.putTask(t)
 	}
 	t.state = stateRunning
 	t.node = n
@@ -635,7 +681,7 @@ func (p *Placer) enqueue(t *task) {
 	t.state = stateQueued
 	t.job = p.job(t.key.job)
 	p.activate(t.job)
-	p.tasks[t.key] = t
+	p.putTask(t)
 	t.job.c.Queued++
 	p.global.Queued++
 	p.queued++
@@ -697,7 +743,7 @@ func (p *Placer) Submit(in Task, now time.Time) (a Assignment, placed bool, err 
 	if err := checkTask(&in); err != nil {
 		return a, false, err
 	}
-	if _, dup := p.tasks[taskKey{in.Job, in.ID}]; dup {
+	if p.getTask(in.Job, in.ID) != nil {
 		return a, false, fmt.Errorf("%w: job %q task %q", ErrDuplicateTask, in.Job, in.ID)
 	}
 	if p.aliveSlots == 0 {
@@ -789,14 +835,13 @@ func (p *Placer) catchUp(now time.Time) {
 }
 
 func (p *Placer) lookup(job, id string) (*task, error) {
+	if t := p.getTask(job, id); t != nil {
+		return t, nil
+	}
 	if p.jobs[job] == nil {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownJob, job)
 	}
-	t := p.tasks[taskKey{job, id}]
-	if t == nil {
-		return nil, fmt.Errorf("%w: job %q task %q", ErrUnknownTask, job, id)
-	}
-	return t, nil
+	return nil, fmt.Errorf("%w: job %q task %q", ErrUnknownTask, job, id)
 }
 
 // Complete records that a running task finished: its slot is freed and its
@@ -828,7 +873,7 @@ func (p *Placer) Complete(job, id string, o Outcome) (Locality, error) {
 		lc.TaskTime += o.Duration
 	}
 	p.deactivate(t.job)
-	delete(p.tasks, t.key)
+	p.delTask(t)
 	p.release(t)
 	return loc, nil
 }
@@ -851,7 +896,7 @@ func (p *Placer) Cancel(job, id string, now time.Time) error {
 	}
 	p.dequeue(t)
 	p.deactivate(t.job)
-	delete(p.tasks, t.key)
+	p.delTask(t)
 	p.fs.remember(t.key, t.submitted, now)
 	p.release(t)
 	return nil

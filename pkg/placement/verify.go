@@ -57,63 +57,75 @@ func (p *Placer) Verify() error {
 	}
 	var running [NumLocalities]int64
 	queued, inHeap, inAny := 0, 0, 0
+	ntasks := 0
 	for _, j := range p.jobs {
 		j.vRunning, j.vQueued, j.vIndexed = 0, 0, true
 	}
-	for k, t := range p.tasks {
-		if t.key != k {
-			bad("task %v indexed under %v", t.key, k)
-		}
-		if t.job == nil || !t.job.vIndexed || t.job.name != k.job {
-			bad("task %v: job record not indexed", k)
-			continue
-		}
-		switch t.state {
-		case stateRunning:
-			running[t.loc-1]++
-			t.job.vRunning++
-			if !t.runLink.linked() || t.node == nil {
-				bad("task %v: running but not on a node", k)
+	for _, j := range p.jobs {
+		for id, t := range j.tasks {
+			k := taskKey{j.name, id}
+			ntasks++
+			if t == nil {
+				bad("task %v: nil entry (a batch reservation left behind)", k)
+				continue
 			}
-		case stateQueued:
-			queued++
-			t.job.vQueued++
-			for i, n := range t.prefer {
-				if !t.links[i].linked() {
-					bad("task %v: not in waiters of %s", k, n.id)
+			if t.key != k {
+				bad("task %v indexed under %v", t.key, k)
+			}
+			if t.job != j {
+				bad("task %v: job record not indexed", k)
+				continue
+			}
+			switch t.state {
+			case stateRunning:
+				running[t.loc-1]++
+				t.job.vRunning++
+				if !t.runLink.linked() || t.node == nil {
+					bad("task %v: running but not on a node", k)
 				}
-				if caughtUp && n.takes() {
-					bad("task %v: queued while preferred node %s has a free slot", k, n.id)
+			case stateQueued:
+				queued++
+				t.job.vQueued++
+				for i, n := range t.prefer {
+					if !t.links[i].linked() {
+						bad("task %v: not in waiters of %s", k, n.id)
+					}
+					if caughtUp && n.takes() {
+						bad("task %v: queued while preferred node %s has a free slot", k, n.id)
+					}
 				}
-			}
-			wantRack := t.level >= levelRack && t.ownerRack != nil
-			if t.rackLink.linked() != wantRack {
-				bad("task %v: level %d, in rack queue %v", k, t.level, t.rackLink.linked())
-			}
-			if t.anyLink.linked() != (t.level == levelOther) {
-				bad("task %v: level %d, in any queue %v", k, t.level, t.anyLink.linked())
-			}
-			if t.anyLink.linked() {
-				inAny++
-			}
-			if _, ok := t.nextStep(); ok != (t.heapIdx >= 0) {
-				bad("task %v: level %d, in deadline heap %v", k, t.level, t.heapIdx >= 0)
-			} else if ok {
-				inHeap++
-				if p.heap[t.heapIdx] != t {
-					bad("task %v: heap index broken", k)
+				wantRack := t.level >= levelRack && t.ownerRack != nil
+				if t.rackLink.linked() != wantRack {
+					bad("task %v: level %d, in rack queue %v", k, t.level, t.rackLink.linked())
 				}
+				if t.anyLink.linked() != (t.level == levelOther) {
+					bad("task %v: level %d, in any queue %v", k, t.level, t.anyLink.linked())
+				}
+				if t.anyLink.linked() {
+					inAny++
+				}
+				if _, ok := t.nextStep(); ok != (t.heapIdx >= 0) {
+					bad("task %v: level %d, in deadline heap %v", k, t.level, t.heapIdx >= 0)
+				} else if ok {
+					inHeap++
+					if p.heap[t.heapIdx] != t {
+						bad("task %v: heap index broken", k)
+					}
+				}
+				if caughtUp && wantRack && len(t.ownerRack.free.nodes) > 0 {
+					bad("task %v: waiting at rack level (since %v) while rack %s has a free slot on %s",
+						k, t.rackAt, t.ownerRack.name, t.ownerRack.free.nodes[0].id)
+				}
+				if caughtUp && t.level == levelOther && len(p.free.nodes) > 0 {
+					bad("task %v: waiting at any level (since %v) while %s has a free slot", k, t.anyAt, p.free.nodes[0].id)
+				}
+			default:
+				bad("task %v: indexed in state %d", k, t.state)
 			}
-			if caughtUp && wantRack && len(t.ownerRack.free.nodes) > 0 {
-				bad("task %v: waiting at rack level (since %v) while rack %s has a free slot on %s",
-					k, t.rackAt, t.ownerRack.name, t.ownerRack.free.nodes[0].id)
-			}
-			if caughtUp && t.level == levelOther && len(p.free.nodes) > 0 {
-				bad("task %v: waiting at any level (since %v) while %s has a free slot", k, t.anyAt, p.free.nodes[0].id)
-			}
-		default:
-			bad("task %v: indexed in state %d", k, t.state)
 		}
+	}
+	if ntasks != p.ntasks {
+		bad("%d tasks indexed, counter %d", ntasks, p.ntasks)
 	}
 	if queued != p.queued || int64(queued) != p.global.Queued {
 		bad("queued: %d tasks, counter %d, gauge %d", queued, p.queued, p.global.Queued)
