@@ -108,7 +108,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 		t.Fatal("zero header accepted")
 	}
 	for _, bad := range []pageHeader{
-		{uri: "u", size: 10, page: 1, length: 10},     // page past the end
+		{uri: "u", size: 10, page: 1, length: 10},      // page past the end
 		{uri: "u", size: 3*ps + 1, page: 0, length: 5}, // wrong length
 		{uri: "", size: 10, page: 0, length: 10},       // no URI
 	} {
