@@ -133,4 +133,3 @@ func TestBatchMaximisesDataLocal(t *testing.T) {
 	}
 	t.Logf("%d of 2000 instances needed augmenting paths", beatGreedy)
 }
-

@@ -26,7 +26,7 @@ type Placer struct {
 	// lastJob caches the last job looked up (a stream of calls is mostly
 	// for one job).
 	lastJob *jobState
-	idle  jobList // jobs with no queued or running task, oldest idle first
+	idle    jobList // jobs with no queued or running task, oldest idle first
 
 	global Counters
 	exact  bool // the jobs' counters sum to global (no job forgotten, nothing imported)
