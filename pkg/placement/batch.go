@@ -211,21 +211,32 @@ func (b *batchScratch) matchData(ts []*task) {
 	b.load = fill(b.load, nn, 0)
 	b.head = fill(b.head, nn, -1)
 
-	// Greedy start: the preferred node with the most room left (owner
-	// first on ties), which balances load as "power of d choices" does and
-	// leaves few tasks for the augmenting phases.
+	// Greedy start, in two passes: every task to its first usable
+	// preferred node (the owner, which caches the split's pages) while it
+	// has room; then the rest to the replica with the most room left. The
+	// augmenting phases then move tasks to replicas only where that places
+	// more tasks data-local.
 	b.unm = b.unm[:0]
-	for i := range nt {
+	for i := range int32(nt) {
+		if ps := b.prefs(i); len(ps) > 0 && b.load[ps[0]] < b.cap[ps[0]] {
+			b.link(i, ps[0])
+		}
+	}
+	for i := range int32(nt) {
+		ps := b.prefs(i)
+		if b.match[i] >= 0 || len(ps) == 0 {
+			continue
+		}
 		best, room := int32(-1), int32(0)
-		for _, v := range b.prefs(int32(i)) {
+		for _, v := range ps[1:] {
 			if r := b.cap[v] - b.load[v]; r > room {
 				best, room = v, r
 			}
 		}
 		if best >= 0 {
-			b.link(int32(i), best)
-		} else if len(b.prefs(int32(i))) > 0 {
-			b.unm = append(b.unm, int32(i))
+			b.link(i, best)
+		} else {
+			b.unm = append(b.unm, i)
 		}
 	}
 	spare := int32(0)

@@ -130,6 +130,9 @@ type node struct {
 	freePos int32
 	rackPos int32
 	dirty   bool
+	// over: running more tasks than slots, allowed only because the
+	// slots were lowered below the running count (cleared once below).
+	over bool
 	// PlaceBatch scratch.
 	bEpoch uint32
 	bIdx   int32
@@ -286,6 +289,7 @@ func (p *Placer) upsert(nd Node, now time.Time, lost []Lost) []Lost {
 		n.rack = r
 	}
 	n.member, n.state, n.slots = true, nd.State, nd.Slots
+	n.over = n.used > n.slots
 	if n.state == Dead {
 		lost = p.loseAll(n, lost)
 	}
@@ -674,6 +678,9 @@ func (p *Placer) unrun(t *task) {
 	n := t.node
 	n.running.remove(&t.runLink)
 	n.used--
+	if n.used <= n.slots {
+		n.over = false
+	}
 	p.refresh(n)
 }
 

@@ -425,9 +425,9 @@ func compare(a, b string) int {
 // free slot, no task left waiting past its wait while a slot it may use is
 // free, and counters that add up (placed = completed + running + lost).
 func TestRandomOperations(t *testing.T) {
-	seeds, steps := 300, 400
+	seeds, steps := 150, 400
 	if testing.Short() {
-		seeds = 60
+		seeds = 40
 	}
 	for seed := range seeds {
 		ttl := 30 * time.Second

@@ -30,6 +30,9 @@ func (p *Placer) Verify() error {
 		if n.used != n.running.n {
 			bad("node %s: used %d, running list %d", n.id, n.used, n.running.n)
 		}
+		if n.used > n.slots && !n.over {
+			bad("node %s: %d tasks running on %d slots", n.id, n.used, n.slots)
+		}
 		if n.used > 0 && (!n.member || n.state == Dead) {
 			bad("node %s: %d tasks running on a dead or removed node", n.id, n.used)
 		}
