@@ -34,7 +34,7 @@ func heapAlloc() uint64 {
 // page makes the test cheap; the bound is the 0.05% of a 1 MiB page.
 func TestIndexMemoryPerPage(t *testing.T) {
 	pages := 200_000
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		pages = 100_000
 	}
 	for _, pol := range []string{"locus", "lru"} {
@@ -74,7 +74,7 @@ func TestIndexMemoryPerPage(t *testing.T) {
 // header, so 512-byte pages make the directory 1 GiB instead of 1 TiB.
 func TestReindexMillionPages(t *testing.T) {
 	pages := 1 << 20
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		pages = 100_000
 	}
 	dir := t.TempDir()
