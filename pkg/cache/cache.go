@@ -30,6 +30,7 @@ type Cache struct {
 	ram          *ramTier   // hot copies of disk pages, when Dir and MemoryBytes are set
 	hist         *history
 	window       int // pages a read plans at once
+	sizerMu      sync.Mutex // serialises cfg.Sizer
 	verifyAlways bool
 
 	maxFetchPages int

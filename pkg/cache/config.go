@@ -40,6 +40,13 @@ const (
 	minSlotsPerShard = 16
 )
 
+// Sizer estimates hit ratios at other cache sizes from the stream of page
+// keys (the 64-bit keys the policy sees). The cache serialises calls.
+type Sizer interface {
+	Access(key uint64)
+	HitRatio(sizePages int) float64
+}
+
 // VerifyMode says when a cached page's data checksum is checked.
 type VerifyMode int
 
@@ -110,10 +117,12 @@ type Config struct {
 	HistoryPages int
 	// Verify says when data checksums are checked. Default VerifyFirstRead.
 	Verify VerifyMode
-	// MissRatioCurve turns on the SHARDS estimator of the hit ratio the
-	// cache would have at 0.25x, 0.5x, 2x and 4x its capacity (Stats.Sizing).
-	// It samples about 1% of pages; off by default.
-	MissRatioCurve bool
+	// Sizer, if set, sees every page access and estimates the hit ratio
+	// the cache would have at other sizes (a SHARDS estimator such as
+	// package mrc's); Stats.Sizing reports it at 0.25x, 0.5x, 2x and 4x
+	// the page capacity. Calls are serialised by the cache, one per page
+	// read, so keep it sampling. Nil: no estimate.
+	Sizer Sizer
 	// Logger receives start-up, degradation and corruption messages.
 	// Default slog.Default().
 	Logger *slog.Logger

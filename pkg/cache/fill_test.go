@@ -320,3 +320,54 @@ func TestRAMTier(t *testing.T) {
 	}
 	checkInv(t, c)
 }
+
+// exactSizer is an exact LRU stack-distance estimator: the reference a
+// SHARDS estimator approximates.
+type exactSizer struct {
+	stack []uint64
+	dists map[int]int // stack distance -> count (-1: first access)
+	n     int
+}
+
+func (s *exactSizer) Access(k uint64) {
+	s.n++
+	for i := len(s.stack) - 1; i >= 0; i-- {
+		if s.stack[i] == k {
+			s.dists[len(s.stack)-1-i]++
+			s.stack = append(s.stack[:i], s.stack[i+1:]...)
+			s.stack = append(s.stack, k)
+			return
+		}
+	}
+	s.dists[-1]++
+	s.stack = append(s.stack, k)
+}
+
+func (s *exactSizer) HitRatio(pages int) float64 {
+	hits := 0
+	for d, n := range s.dists {
+		if d >= 0 && d < pages {
+			hits += n
+		}
+	}
+	return float64(hits) / float64(max(s.n, 1))
+}
+
+// Stats.Sizing asks the Sizer at 0.25x, 0.5x, 2x and 4x the capacity.
+func TestSizer(t *testing.T) {
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/size", "v", 32*testPage)
+	sz := &exactSizer{dists: map[int]int{}}
+	c := newRAM(t, org, 16, func(cfg *cache.Config) { cfg.Sizer = sz; cfg.Shards = 1 })
+	for i := 0; i < 3; i++ {
+		mustGet(t, c, obj, 0, 24*testPage) // a loop of 24 pages
+	}
+	st := c.Stats()
+	if len(st.Sizing) != 4 || st.Sizing[0].CapacityPages != 4 || st.Sizing[3].CapacityPages != 64 {
+		t.Fatalf("sizing points %+v, want capacities 4, 8, 32, 64", st.Sizing)
+	}
+	// A 24-page loop: no hits below 24 pages, 2 of 3 passes hit above.
+	if st.Sizing[1].HitRatio != 0 || st.Sizing[2].HitRatio < 0.66 || st.Sizing[2].HitRatio > 0.67 {
+		t.Fatalf("sizing %+v, want 0 at 8 pages and 2/3 at 32", st.Sizing)
+	}
+}

@@ -279,6 +279,11 @@ func isContextErr(err error) bool {
 func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64) pageRef {
 	pk := pageKey(o, p)
 	k := mix64(pk)
+	if c.cfg.Sizer != nil {
+		c.sizerMu.Lock()
+		c.cfg.Sizer.Access(k)
+		c.sizerMu.Unlock()
+	}
 	sh := c.shardFor(k)
 	sh.mu.Lock()
 	if sh.closed {

@@ -49,8 +49,8 @@ type Stats struct {
 	ReindexedPages  int64
 	ReindexDuration time.Duration
 
-	// Sizing estimates the hit ratio at other capacities (nil unless
-	// Config.MissRatioCurve).
+	// Sizing estimates the hit ratio at 0.25x, 0.5x, 2x and 4x the page
+	// capacity (nil unless Config.Sizer is set).
 	Sizing []SizingPoint
 }
 
@@ -93,6 +93,14 @@ func (c *Cache) Stats() Stats {
 	}
 	if r := c.degraded.Load(); r != nil {
 		s.Degraded, s.DegradedReason = true, *r
+	}
+	if c.cfg.Sizer != nil {
+		c.sizerMu.Lock()
+		for _, f := range []float64{0.25, 0.5, 2, 4} {
+			n := int(f * float64(len(c.slots)))
+			s.Sizing = append(s.Sizing, SizingPoint{CapacityPages: int64(n), HitRatio: c.cfg.Sizer.HitRatio(n)})
+		}
+		c.sizerMu.Unlock()
 	}
 	for i := range c.shards {
 		sh := &c.shards[i]
