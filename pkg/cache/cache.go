@@ -29,7 +29,7 @@ type Cache struct {
 	disk         *diskStore // the SSD tier, when Dir is set
 	ram          *ramTier   // hot copies of disk pages, when Dir and MemoryBytes are set
 	hist         *history
-	window       int // pages a read plans at once
+	window       int        // pages a read plans at once
 	sizerMu      sync.Mutex // serialises cfg.Sizer
 	verifyAlways bool
 
