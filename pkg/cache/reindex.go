@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // headerRec is one valid page header found at start-up.
@@ -81,32 +84,28 @@ func (c *Cache) loadSlots() error {
 		sh.free = make([]uint32, 0, c.quotas[i]-need[i])
 	}
 
+	// Shards are independent: insert each shard's pages (in write order)
+	// on its own goroutine. Workers write distinct elements of owned.
 	owned := make([]bool, n)
+	byShard := make([][]headerRec, ns)
 	for _, r := range recs {
-		o := objs[r.obj]
-		p := int64(r.page)
-		pk := pageKey(o, p)
-		k := mix64(pk)
-		sh := &c.shards[r.shard]
-		c.slots[r.slot].flags.Store(flagHeader)
-		var ok bool
-		sh.victims, ok = sh.pol.Insert(k, sh.victims[:0])
-		for _, v := range sh.victims {
-			if v != k {
-				c.evict(sh, v)
+		byShard[r.shard] = append(byShard[r.shard], r)
+	}
+	counts := make([]int64, ns)
+	var wg sync.WaitGroup
+	var next atomic.Int32
+	for range min(runtime.GOMAXPROCS(0), ns) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < ns; i = int(next.Add(1)) - 1 {
+				counts[i] = c.insertReindexed(&c.shards[i], byShard[i], objs, owned)
 			}
-		}
-		if !ok {
-			continue
-		}
-		o.pages.Add(1)
-		m := &c.slots[r.slot]
-		m.obj, m.page, m.length, m.crc = o, r.page, r.length, r.crc
-		sh.index[pk] = r.slot
-		sh.st.resident++
-		sh.st.usedBytes += int64(r.length)
-		owned[r.slot] = true
-		c.reindexed++
+		}()
+	}
+	wg.Wait()
+	for _, k := range counts {
+		c.reindexed += k
 	}
 	for i := range c.shards { // slots freed by evictions above
 		for _, s := range c.shards[i].free {
@@ -127,6 +126,37 @@ func (c *Cache) loadSlots() error {
 		c.shards[si].free = append(c.shards[si].free, uint32(s))
 	}
 	return nil
+}
+
+// insertReindexed adds one shard's re-indexed pages, oldest first, and
+// returns how many it kept.
+func (c *Cache) insertReindexed(sh *shard, recs []headerRec, objs []*object, owned []bool) int64 {
+	var n int64
+	for _, r := range recs {
+		o := objs[r.obj]
+		pk := pageKey(o, int64(r.page))
+		k := mix64(pk)
+		m := &c.slots[r.slot]
+		m.flags.Store(flagHeader)
+		var ok bool
+		sh.victims, ok = sh.pol.Insert(k, sh.victims[:0])
+		for _, v := range sh.victims {
+			if v != k {
+				c.evict(sh, v)
+			}
+		}
+		if !ok {
+			continue
+		}
+		o.pages.Add(1)
+		m.obj, m.page, m.length, m.crc = o, r.page, r.length, r.crc
+		sh.index[pk] = r.slot
+		sh.st.resident++
+		sh.st.usedBytes += int64(r.length)
+		owned[r.slot] = true
+		n++
+	}
+	return n
 }
 
 // scan reads the headers, resolves conflicts, interns the objects and
