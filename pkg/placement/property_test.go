@@ -426,8 +426,8 @@ func compare(a, b string) int {
 // free, and counters that add up (placed = completed + running + lost).
 func TestRandomOperations(t *testing.T) {
 	seeds, steps := 150, 400
-	if testing.Short() {
-		seeds = 40
+	if testing.Short() || raceEnabled {
+		seeds = 30
 	}
 	for seed := range seeds {
 		ttl := 30 * time.Second

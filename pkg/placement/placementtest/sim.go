@@ -49,10 +49,12 @@ type SimConfig struct {
 	// Batch submits each stage with PlaceBatch; otherwise task by task
 	// with Submit.
 	Batch bool
-	// Check verifies, at every event, the placer's invariants (Verify) and,
-	// independently of the placer, that no task waits past its wait while
-	// a slot it may use is free.
-	Check bool
+	// Check verifies at every event, independently of the placer, that no
+	// task waits past its wait while a slot it may use is free, and runs
+	// the placer's own Verify every VerifyEvery events (default 1: every
+	// event; Verify walks all tasks, so it dominates the cost).
+	Check       bool
+	VerifyEvery int
 }
 
 func (c *SimConfig) defaults() {
@@ -82,6 +84,9 @@ func (c *SimConfig) defaults() {
 	}
 	if c.Streams == 0 {
 		c.Streams = 1
+	}
+	if c.VerifyEvery <= 0 {
+		c.VerifyEvery = 1
 	}
 	if c.HotFraction == 0 {
 		c.HotFraction = 0.2
@@ -278,6 +283,14 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 	}
 	if err := s.run(); err != nil {
 		return s.res, err
+	}
+	if cfg.Check {
+		if err := p.Verify(); err != nil {
+			s.violation("final Verify: %v", err)
+		}
+		if p.Queued() != 0 || p.Running() != 0 {
+			s.violation("stream done with %d queued and %d running tasks", p.Queued(), p.Running())
+		}
 	}
 	slots := cfg.Nodes * cfg.SlotsPerNode
 	s.res.Makespan = s.now.Sub(Epoch)
@@ -513,8 +526,10 @@ func (s *sim) check() {
 	if !s.cfg.Check {
 		return
 	}
-	if err := s.p.Verify(); err != nil {
-		s.violation("Verify: %v", err)
+	if s.res.Events%s.cfg.VerifyEvery == 0 {
+		if err := s.p.Verify(); err != nil {
+			s.violation("Verify: %v", err)
+		}
 	}
 	if len(s.queued) == 0 {
 		return

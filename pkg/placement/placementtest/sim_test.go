@@ -14,8 +14,13 @@ var sweep = flag.Bool("sweep", false, "run the simulation sweep (TestSimSweep) a
 // 8 fact tables and a hot set, log-normal task times (median 1.5s), a 3s
 // locality wait and preference lists of 2 (owner + one replica). At every
 // event the simulator checks, on its own books, that no task waits while a
-// slot it may use is free, and the placer's invariants (Verify).
+// slot it may use is free, and every 8th event the placer's invariants
+// (Verify; every 64th under the race detector).
 func TestSimAcceptance(t *testing.T) {
+	verifyEvery := 8
+	if raceEnabled {
+		verifyEvery = 64
+	}
 	for _, tc := range []struct {
 		load    float64
 		minData float64
@@ -25,7 +30,7 @@ func TestSimAcceptance(t *testing.T) {
 	} {
 		for _, batch := range []bool{false, true} {
 			t.Run(fmt.Sprintf("load=%v/batch=%v", tc.load, batch), func(t *testing.T) {
-				r, err := Simulate(SimConfig{Seed: 1, Load: tc.load, Replication: 2, Batch: batch, Stages: 100, Check: true})
+				r, err := Simulate(SimConfig{Seed: 1, Load: tc.load, Replication: 2, Batch: batch, Stages: 100, Check: true, VerifyEvery: verifyEvery})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -64,7 +69,7 @@ func TestSimDeterministic(t *testing.T) {
 // is free: the cluster is never idle while tasks queue (Check), and locality
 // suffers.
 func TestSimNoWait(t *testing.T) {
-	r, err := Simulate(SimConfig{Seed: 3, Load: 2, Wait: -1, Stages: 30, Check: true})
+	r, err := Simulate(SimConfig{Seed: 3, Load: 2, Wait: -1, Stages: 30, Check: true, VerifyEvery: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

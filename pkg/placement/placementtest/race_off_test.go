@@ -1,0 +1,5 @@
+//go:build !race
+
+package placementtest
+
+const raceEnabled = false

@@ -1,0 +1,8 @@
+//go:build race
+
+package placement_test
+
+// raceEnabled lightens the heaviest tests under the race detector (this
+// package is single-threaded: the detector has little to find, and it
+// slows the simulator tenfold).
+const raceEnabled = true
