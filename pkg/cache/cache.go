@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
 	"sync"
@@ -74,7 +75,7 @@ func New(cfg Config) (*Cache, error) {
 	c := &Cache{
 		cfg:           cfg,
 		origin:        cfg.Origin,
-		objects:       newObjectTable(cfg.PageSize),
+		objects:       newObjectTable(cfg.PageSize, maxKeyBytes),
 		verifyAlways:  cfg.Verify == VerifyAlways,
 		maxFetchPages: int(cfg.MaxFetchBytes / int64(cfg.PageSize)),
 	}
@@ -97,6 +98,7 @@ func New(cfg Config) (*Cache, error) {
 		}
 	} else {
 		c.store = newMemStore(int(cfg.MemoryBytes/int64(cfg.PageSize)), cfg.PageSize)
+		c.objects.maxKey = math.MaxInt // no page headers in RAM
 	}
 	nslots := 0
 	if c.store != nil {

@@ -266,3 +266,30 @@ func TestClosed(t *testing.T) {
 }
 
 var _ = fmt.Sprintf
+
+// A key too long for a page header is served from the origin and never
+// cached on disk, and counted; a RAM-only cache has no headers and caches it.
+func TestLongKey(t *testing.T) {
+	org := cachetest.NewOrigin()
+	long := "s3://bucket/" + string(bytes.Repeat([]byte("k"), 600))
+	obj := org.PutGenerated(long, "v", 3*testPage)
+	c := newDisk(t, org, t.TempDir(), 16)
+	for i := 0; i < 2; i++ {
+		got, res := mustGet(t, c, obj, 0, obj.Size)
+		checkBytes(t, obj, 0, got)
+		if res.HitPages != 0 {
+			t.Fatalf("disk: a %d-byte key was cached", len(long))
+		}
+	}
+	if st := c.Stats(); st.Uncacheable != 6 || st.ResidentPages != 0 {
+		t.Fatalf("disk: %d uncacheable, %d resident; want 6, 0", st.Uncacheable, st.ResidentPages)
+	}
+	checkInv(t, c)
+	r := newRAM(t, org, 16)
+	mustGet(t, r, obj, 0, obj.Size)
+	got, res := mustGet(t, r, obj, 0, obj.Size)
+	checkBytes(t, obj, 0, got)
+	if res.HitPages != 3 {
+		t.Fatalf("ram: second read %+v, want 3 hits", res)
+	}
+}

@@ -90,9 +90,9 @@ type Config struct {
 	// SlabSize is the size of one slab file. Default DefaultSlabSize (1 GiB),
 	// lowered to CapacityBytes for a smaller cache.
 	SlabSize int64
-	// Shards is the number of lock shards (rounded down to a power of two).
-	// Default 4 per CPU, at most 1024, and fewer when the cache is so small
-	// that a shard would hold fewer than 16 pages.
+	// Shards is the number of lock shards (rounded down to a power of two,
+	// at most 1024). Default 4 per CPU, at most 256. Fewer are used when
+	// the cache is so small that a shard would hold fewer than 16 pages.
 	Shards int
 	// Policy names the admission/eviction policy: "locus" (default) or "lru"
 	// (see policy.Names). Each shard runs its own instance.

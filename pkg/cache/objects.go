@@ -48,6 +48,7 @@ const maxVersions = 4
 // even a reused id cannot serve wrong bytes.
 type objectTable struct {
 	pageSize int
+	maxKey   int // longest URI+version a page header holds (disk tier only)
 
 	// read mirrors byURI for lookups without a shared lock (a sync.Map
 	// Load writes no shared memory). Its slices are never modified once
@@ -75,8 +76,8 @@ func (t *objectTable) set(uri string, l []*object) {
 
 const minSweep = 4096
 
-func newObjectTable(pageSize int) *objectTable {
-	return &objectTable{pageSize: pageSize, byURI: make(map[string][]*object), gcAt: minSweep}
+func newObjectTable(pageSize, maxKey int) *objectTable {
+	return &objectTable{pageSize: pageSize, maxKey: maxKey, byURI: make(map[string][]*object), gcAt: minSweep}
 }
 
 func objectHash(obj Object) uint64 {
@@ -160,7 +161,7 @@ func (t *objectTable) newObject(obj Object) *object {
 		uriHash: xxhash.Sum64String(obj.URI),
 		npages:  numPages(obj.Size, t.pageSize),
 	}
-	o.cacheable = len(obj.URI)+len(obj.Version) <= maxKeyBytes && o.npages <= 1<<32
+	o.cacheable = len(obj.URI)+len(obj.Version) <= t.maxKey && o.npages <= 1<<32
 	return o
 }
 

@@ -40,8 +40,9 @@ type Stats struct {
 	// CorruptPages failed their checksum; InvalidatedPages were dropped for
 	// a new version or by Invalidate.
 	CorruptPages, InvalidatedPages int64
-	// WriteErrors counts failed slab writes; Uncacheable counts pages not
-	// cached because their key does not fit a page header.
+	// WriteErrors counts failed slab writes; Uncacheable counts fetched
+	// pages not cached on disk because URI+version exceed 464 bytes (a page
+	// header's room).
 	WriteErrors, Uncacheable int64
 
 	// ReindexedPages were found on disk at start; ReindexDuration is how
