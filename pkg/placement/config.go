@@ -21,7 +21,7 @@ type Config struct {
 	// task of a long-gone attempt starts fresh.
 	FirstSeenTTL time.Duration
 	// FirstSeenMax bounds how many first-seen times are remembered; the
-	// oldest are forgotten first. Default 262144 (about 30 MiB).
+	// oldest are forgotten first. Default 262144 (at most about 45 MiB).
 	FirstSeenMax int
 	// MaxJobs bounds how many jobs keep per-job counters. When a new job
 	// would exceed it, the job that has been idle (no queued or running
@@ -31,7 +31,8 @@ type Config struct {
 	MaxJobs int
 	// MaxQueued bounds the number of queued tasks; Submit and PlaceBatch
 	// return ErrQueueFull beyond it, so a runaway client cannot exhaust the
-	// scheduler's memory. Default 1000000 (about 400 MiB of task records).
+	// scheduler's memory. Default 1000000 (about 500 MiB of task records at
+	// the limit).
 	MaxQueued int
 }
 

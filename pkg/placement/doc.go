@@ -30,13 +30,14 @@
 //	from s + 2w:  DATA_LOCAL, else RACK_LOCAL, else OTHER_LOCAL
 //
 // A level that cannot be satisfied costs no wait: when the owner's rack is
-// unknown (the owner is not a member, or has Rack ""), there is no rack
+// unknown (the owner was never a member, or has Rack ""), there is no rack
 // level and the task may go anywhere from s + w; when none of the preferred
 // nodes can take tasks at all (unknown, draining, dead, or 0 slots) the
 // data-local wait is skipped, at submit time or as soon as the last of them
 // stops taking tasks. Wait <= 0 means anywhere at once. At every level the
 // best free slot wins: a task allowed anywhere still goes data-local if it
-// can. The owner's rack is looked up when the task is submitted.
+// can. The owner's rack is looked up when the task is submitted (a node
+// that left the membership keeps its last known rack).
 //
 // Waits count per task from its own first-seen time, not from the last
 // local launch of its stage as Spark's per-stage timer does. So when many

@@ -744,7 +744,8 @@ func (p *Placer) dequeue(t *task) {
 // (placed = false). Submit first catches up with now (as Advance does); the
 // assignments of queued tasks made on the way are returned by the next
 // Advance. Errors: ErrInvalidTask, ErrDuplicateTask, ErrNoCapacity,
-// ErrQueueFull; on error nothing is queued.
+// ErrQueueFull (the task's first-seen time is remembered, as by Cancel); on
+// error nothing is queued.
 func (p *Placer) Submit(in Task, now time.Time) (a Assignment, placed bool, err error) {
 	now = p.clock(now)
 	if err := checkTask(&in); err != nil {

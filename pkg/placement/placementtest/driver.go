@@ -6,7 +6,6 @@ package placementtest
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -326,14 +325,4 @@ func printCounters(b *strings.Builder, c placement.Counters) {
 	}
 	t := c.Total()
 	fmt.Fprintf(b, "total placed=%d queued=%d data-local=%.3f hit=%.3f\n", t.Placed, c.Queued, c.DataLocalRatio(), t.HitRatio())
-}
-
-// sortedKeys is used by the simulator's reports.
-func sortedKeys[M ~map[string]V, V any](m M) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
