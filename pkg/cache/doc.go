@@ -84,7 +84,9 @@
 // Each slot has a 512-byte header in a packed header area at the front of
 // its slab. It names the full key (URI, version, size, page index), the
 // data length, the data's CRC-32C, a write sequence number and its own
-// CRC-32C. Writing a page zeroes the slot's old header (if it had a valid
+// CRC-32C (a URI plus version longer than 464 bytes does not fit: such
+// pages are served but not cached on disk, Stats.Uncacheable counts them).
+// Writing a page zeroes the slot's old header (if it had a valid
 // one), writes the data, then writes the header: at any instant a valid
 // header describes completely written data. Pages live in the kernel's page
 // cache until written back, so a killed process loses nothing it wrote and
