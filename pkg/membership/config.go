@@ -117,9 +117,11 @@ type Tuning struct {
 }
 
 // LANTuning is the default: memberlist's LAN defaults tightened for a cache,
-// where a dead owner costs origin reads until it is detected. About 3-6 s to
-// declare a crashed member dead in a LAN cluster of up to 10 members (2 s of
-// suspicion after a failed probe when peers confirm, 6 s when none do).
+// where a dead owner costs origin reads until it is detected. About 3-7 s to
+// declare a crashed member dead in a cluster of up to 10 members (up to 1 s
+// to probe and fail, then 2 s of suspicion when peers confirm, 6 s when none
+// do; 3.1 s measured with 5 members on loopback). memberlist's LAN defaults
+// take 5-25 s.
 func LANTuning() Tuning {
 	return Tuning{
 		ProbeInterval:           500 * time.Millisecond, // memberlist LAN: 1 s
@@ -139,12 +141,14 @@ func LANTuning() Tuning {
 
 // LoopbackTuning is for members sharing one host (tests, `locusctl` local
 // clusters): loopback round trips are microseconds, so probes can be short
-// and frequent. A crashed member is declared dead in about 1-3 s; the test
-// TestMultiProcess measures it.
+// and frequent. A crashed member is declared dead in about 1-1.5 s (at most
+// about 3 s: 0.4 s to probe and fail, then 0.8 s of suspicion, 2.4 s when no
+// peer confirms it); TestMultiProcess measures it for kill -9.
 //
-// memberlist's own DefaultLocalConfig takes about 20 s here, because it
-// suspects a member for up to SuspicionMaxTimeoutMult(6) * 3 s when no other
-// member confirms the suspicion in time.
+// memberlist's own DefaultLocalConfig suspects a member for 3 s, and for up
+// to 18 s (SuspicionMaxTimeoutMult 6) when peers do not confirm in time:
+// about 20 s in the worst case, 4.6-4.8 s measured with 5 members in one
+// process.
 func LoopbackTuning() Tuning {
 	return Tuning{
 		ProbeInterval:           200 * time.Millisecond,

@@ -67,11 +67,12 @@
 // probe (and indirect probes through others) becomes suspect and is declared
 // dead after a suspicion timeout that shrinks as other members confirm the
 // suspicion. Tuning holds the knobs; LANTuning (the default) declares a
-// crashed member dead in about 3-6 s, LoopbackTuning in about 1-2 s (the
-// multi-process test measures 1.1-1.6 s for kill -9 among 5 processes).
-// memberlist's DefaultLocalConfig took about 20 s, because without peer
-// confirmations it waits SuspicionMaxTimeoutMult (6) times its 3 s suspicion
-// timeout. A member that leaves (Leave) is dropped at once.
+// crashed member dead in about 3-7 s, LoopbackTuning in about 1-1.5 s and
+// at most about 3 s (the multi-process test measures 1.1-1.6 s for kill -9
+// among 5 processes). memberlist's DefaultLocalConfig can take about 20 s:
+// when no peer confirms a suspicion in time it waits SuspicionMaxTimeoutMult
+// (6) times its 3 s suspicion timeout. A member that leaves (Leave) is
+// dropped at once.
 //
 // # Gossip encryption
 //
