@@ -23,6 +23,13 @@
 // once. (The classic ring takes the first point clockwise from one probe;
 // this is the same idea, made fairer, see below.)
 //
+// Precisely, as a brute-force scan would compute it: for a key with hash h,
+// p1 = uint32(h>>32) and p2 = uint32(h); a point at position q is at
+// distance min(q-p, p-q) from a probe p, in wrapping uint32 arithmetic (the
+// shorter way round); a node's distance is that of its point nearest to
+// either probe; the preference list is the nodes sorted by (distance, ID),
+// and the owner is its first node.
+//
 // A lookup is a hash plus, for each probe, a short search: a prefix index
 // (a table indexed by the top bits of the position, about one entry per
 // three points) gives the few points that can hold the answer, so Owner is a

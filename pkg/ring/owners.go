@@ -40,18 +40,6 @@ func (s *seenSet) add(i int) bool {
 	return true
 }
 
-func (s *seenSet) has(i int) bool {
-	if s.bits != nil {
-		return s.bits[i>>6]&(1<<(i&63)) != 0
-	}
-	for _, x := range s.small[:s.n] {
-		if int(x) == i {
-			return true
-		}
-	}
-	return false
-}
-
 // cursor walks the points away from one probe in one direction.
 type cursor struct {
 	i    int    // current point
@@ -215,9 +203,9 @@ func (r *Ring) AppendOwners(dst []Node, key string, n int) []Node {
 }
 
 // OwnersRackAware returns a rack-aware preference list of key: the owner,
-// then the next nodes clockwise whose rack is not yet in the list, as long as
-// such racks remain; when every rack is used (or n is reached), the list is
-// filled with the remaining distinct nodes in ring order. So with at least n
+// then the next nodes in preference order (as Owners) whose rack is not yet
+// in the list, as long as such racks remain; once every rack is used, the
+// list is filled with the remaining nodes in preference order. So with at least n
 // racks the n nodes are on n distinct racks, and with fewer racks every rack
 // is used before any rack repeats. n larger than the member count returns all
 // members; n <= 0 returns nil.
