@@ -49,31 +49,28 @@ func (p *Placer) PlaceBatch(in []Task, now time.Time) ([]Assignment, error) {
 	if over := len(in) - freeSlots; over > 0 && p.queued+over > p.cfg.MaxQueued {
 		return nil, fmt.Errorf("%w: %d tasks queued, batch would add at least %d", ErrQueueFull, p.queued, over)
 	}
-	// Reserve the keys (nil entries, the jobs held active meanwhile),
-	// which also finds duplicates within the batch; undo on error.
-	undo := func(upto int) {
-		for _, x := range in[:upto] {
-			j := p.jobs[x.Job]
-			delete(j.tasks, x.ID)
-			p.deactivate(j)
-		}
-	}
+	// Reserve the keys (nil entries, which placing or queueing the task
+	// overwrites), holding the jobs active meanwhile; this also finds
+	// duplicates within the batch. Undo on error.
 	for i := range in {
 		j := p.job(in[i].Job)
 		if t, dup := j.tasks[in[i].ID]; dup {
-			undo(i)
+			for _, x := range in[:i] {
+				j := p.jobs[x.Job]
+				delete(j.tasks, x.ID)
+				p.deactivate(j)
+			}
 			if t == nil {
 				return nil, fmt.Errorf("%w: job %q task %q listed twice in the batch", ErrDuplicateTask, in[i].Job, in[i].ID)
 			}
 			return nil, fmt.Errorf("%w: job %q task %q", ErrDuplicateTask, in[i].Job, in[i].ID)
 		}
 		if j.tasks == nil {
-			j.tasks = make(map[string]*task)
+			j.tasks = make(map[string]*task, len(in)) // most batches are one job's stage
 		}
 		j.tasks[in[i].ID] = nil
 		p.activate(j)
 	}
-	undo(len(in)) // the reservations have done their job: release them
 	p.catchUp(now)
 
 	p.reserve(len(in))
@@ -118,6 +115,7 @@ func (p *Placer) PlaceBatch(in []Task, now time.Time) ([]Assignment, error) {
 		} else {
 			p.enqueue(t)
 		}
+		p.deactivate(t.job) // the reservation's hold
 	}
 	clear(res[len(out):])
 	b.reset()

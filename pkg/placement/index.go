@@ -116,6 +116,8 @@ func (s *nodeSet) pick() *node {
 }
 
 // deadlineHeap orders queued tasks by the time of their next level step.
+// A task's heapIdx is its position + 1, 0 when it is not in the heap (so a
+// zeroed task record needs no initialisation).
 type deadlineHeap []*task
 
 func (h deadlineHeap) less(i, j int) bool {
@@ -128,18 +130,18 @@ func (h deadlineHeap) less(i, j int) bool {
 
 func (h deadlineHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = int32(i)
-	h[j].heapIdx = int32(j)
+	h[i].heapIdx = int32(i) + 1
+	h[j].heapIdx = int32(j) + 1
 }
 
 func (h *deadlineHeap) push(t *task) {
-	t.heapIdx = int32(len(*h))
+	t.heapIdx = int32(len(*h)) + 1
 	*h = append(*h, t)
 	h.up(len(*h) - 1)
 }
 
 func (h *deadlineHeap) remove(t *task) {
-	i := int(t.heapIdx)
+	i := int(t.heapIdx) - 1
 	if i < 0 {
 		return
 	}
@@ -149,7 +151,7 @@ func (h *deadlineHeap) remove(t *task) {
 	}
 	(*h)[last] = nil
 	*h = (*h)[:last]
-	t.heapIdx = -1
+	t.heapIdx = 0
 	if i != last {
 		if !h.down(i) {
 			h.up(i)

@@ -40,6 +40,7 @@ type Placer struct {
 	leveled []*task // tasks that stepped down, to be placed by catchUp
 	seq     uint64
 	pool    []*task
+	slab    []task // fresh records reserved by PlaceBatch
 	fs      firstSeen
 	b       batchScratch
 }
@@ -77,7 +78,7 @@ type task struct {
 	level         uint8
 	rackAt, anyAt time.Time // when the task reaches levelRack, levelOther
 	nextAt        time.Time // its next step (heap key)
-	heapIdx       int32
+	heapIdx       int32 // position in the deadline heap + 1; 0: not in it
 	links         []link // one per preferred node: membership of node.waiters
 	linkBuf       [3]link
 	rackLink      link // membership of ownerRack.waiters (level >= levelRack)
@@ -525,25 +526,25 @@ func (p *Placer) alloc() *task {
 		p.pool = p.pool[:n-1]
 		return t
 	}
-	return &task{heapIdx: -1}
+	if len(p.slab) > 0 {
+		t := &p.slab[0]
+		p.slab = p.slab[1:]
+		return t
+	}
+	return &task{}
 }
 
-// reserve makes sure the pool holds n task records, allocating the missing
-// ones in one slab (a batch of 100k tasks makes one allocation, not 100k).
+// reserve makes sure n task records can be had without allocating one by
+// one: the missing ones come from one slab (a batch of 100k tasks makes one
+// allocation, not 100k).
 func (p *Placer) reserve(n int) {
-	if missing := n - len(p.pool); missing > 0 {
-		slab := make([]task, missing)
-		for i := range slab {
-			slab[i].heapIdx = -1
-			p.pool = append(p.pool, &slab[i])
-		}
+	if missing := n - len(p.pool) - len(p.slab); missing > 0 {
+		p.slab = make([]task, missing)
 	}
 }
 
 func (p *Placer) release(t *task) {
-	clear(t.preferBuf[:])
-	clear(t.linkBuf[:])
-	*t = task{heapIdx: -1}
+	*t = task{}
 	if len(p.pool) < 1<<16 {
 		p.pool = append(p.pool, t)
 	}

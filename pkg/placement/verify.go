@@ -107,11 +107,11 @@ func (p *Placer) Verify() error {
 				if t.anyLink.linked() {
 					inAny++
 				}
-				if _, ok := t.nextStep(); ok != (t.heapIdx >= 0) {
-					bad("task %v: level %d, in deadline heap %v", k, t.level, t.heapIdx >= 0)
+				if _, ok := t.nextStep(); ok != (t.heapIdx > 0) {
+					bad("task %v: level %d, in deadline heap %v", k, t.level, t.heapIdx > 0)
 				} else if ok {
 					inHeap++
-					if p.heap[t.heapIdx] != t {
+					if p.heap[t.heapIdx-1] != t {
 						bad("task %v: heap index broken", k)
 					}
 				}
