@@ -78,8 +78,8 @@ type task struct {
 	level         uint8
 	rackAt, anyAt time.Time // when the task reaches levelRack, levelOther
 	nextAt        time.Time // its next step (heap key)
-	heapIdx       int32 // position in the deadline heap + 1; 0: not in it
-	links         []link // one per preferred node: membership of node.waiters
+	heapIdx       int32     // position in the deadline heap + 1; 0: not in it
+	links         []link    // one per preferred node: membership of node.waiters
 	linkBuf       [3]link
 	rackLink      link // membership of ownerRack.waiters (level >= levelRack)
 	anyLink       link // membership of Placer.anyQ (level == levelOther)
