@@ -325,9 +325,7 @@ func simulate(p simParams, prog *progress) (*simResult, error) {
 				}
 			}
 		}
-		if base%(64*chunk) == 0 {
-			prog.report("placed %d of %d keys", base, p.keys)
-		}
+		prog.report("placed %d of %d keys", min(base+chunk, p.keys), p.keys)
 	}
 	res.LookupNS = float64(lookup.Nanoseconds()) / float64(p.keys)
 	res.CoV, res.MaxOverMean, res.MinOverMean = spread(countsBefore)

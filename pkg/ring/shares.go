@@ -17,53 +17,54 @@ func (r *Ring) Shares() []float64 {
 		return nil
 	}
 	// Group the points by position; a group acts as its first point, the
-	// one with the lowest node index.
-	type group struct {
-		owner int
-		gap   float64 // to the next group, clockwise, as a fraction of the circle
-	}
-	var groups []group
-	var first []uint32 // position of each group
+	// one with the lowest node index. gap[g] is the distance from group g
+	// to the next group clockwise, in positions.
+	var owner []int32
+	var gap []uint64
+	first := -1
 	for i := range r.points {
-		if i == 0 || r.pos(i) != r.pos(i-1) {
-			groups = append(groups, group{owner: r.ownerAt(i)})
-			first = append(first, r.pos(i))
+		if i > 0 && r.pos(i) == r.pos(i-1) {
+			continue
 		}
-	}
-	for g := range groups {
-		next := first[(g+1)%len(groups)]
-		gap := uint64(next - first[g]) // mod 2^32
-		if len(groups) == 1 {
-			gap = 1 << 32
+		if first < 0 {
+			first = i
+		} else {
+			gap = append(gap, uint64(r.pos(i)-r.pos(i-1))) // the previous group's gap; wraps mod 2^32
 		}
-		groups[g].gap = float64(gap) / (1 << 32)
+		owner = append(owner, int32(r.ownerAt(i)))
 	}
+	last := uint64(r.pos(first) - r.pos(len(r.points)-1)) // back round to the first group
+	if len(owner) == 1 {
+		last = 1 << 32
+	}
+	gap = append(gap, last)
 
-	// Half-cells in increasing length, with prefix sums of h and h^2; each
-	// gap gives two half-cells of half its length.
-	halves := make([]float64, 0, 2*len(groups))
-	for _, g := range groups {
-		halves = append(halves, g.gap/2, g.gap/2)
+	// Visit the gaps in increasing length (packed as gap<<26 | group, which
+	// fits: gap <= 2^32, groups < 2^26) keeping running sums of the
+	// half-cells below: earn(h) = 2 * integral_0^h G(x) dx
+	//   = 2 * (h - sum_{h' < h} (h'h - h'^2/2) - #{h' >= h} h^2/2),
+	// in fractions of the circle. (Equal lengths may count either side:
+	// the two terms agree at h' = h.)
+	order := make([]uint64, len(gap))
+	for g, d := range gap {
+		order[g] = d<<26 | uint64(g)
 	}
-	slices.Sort(halves)
-	sum1 := make([]float64, len(halves)+1)
-	sum2 := make([]float64, len(halves)+1)
-	for i, h := range halves {
-		sum1[i+1] = sum1[i] + h
-		sum2[i+1] = sum2[i] + h*h
-	}
-	// earn(h) = 2 * integral_0^h G(x) dx
-	//         = 2 * (h - sum_{h' < h} (h'h - h'^2/2) - #{h' >= h} h^2/2).
-	earn := func(h float64) float64 {
-		k, _ := slices.BinarySearch(halves, h) // halves[:k] < h
-		below := h*sum1[k] - sum2[k]/2
-		above := float64(len(halves)-k) * h * h / 2
-		return 2 * (h - below - above)
+	slices.Sort(order)
+	earn := make([]float64, len(gap)) // earn of each of the group's two half-cells
+	var sum1, sum2 float64
+	above := float64(2 * len(gap))
+	for _, e := range order {
+		g := e & (1<<26 - 1)
+		h := float64(e>>26) / (1 << 33) // half the gap, as a fraction of the circle
+		earn[g] = 2 * (h - (h*sum1 - sum2/2) - above*h*h/2)
+		sum1 += 2 * h
+		sum2 += 2 * h * h
+		above -= 2
 	}
 	shares := make([]float64, len(r.nodes))
-	for g, gr := range groups {
-		prev := groups[(g+len(groups)-1)%len(groups)]
-		shares[gr.owner] += earn(gr.gap/2) + earn(prev.gap/2)
+	for g := range gap {
+		prev := (g + len(gap) - 1) % len(gap)
+		shares[owner[g]] += earn[g] + earn[prev] // the half-cells after and before the group
 	}
 	return shares
 }
