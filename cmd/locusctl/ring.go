@@ -63,7 +63,7 @@ Example: locusctl ring simulate --nodes 96 --add 4 --racks 4
 func runRing(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, ringUsage)
-		return usageErrorf("ring: missing command")
+		return usageErrorf("missing command; try simulate")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -73,7 +73,7 @@ func runRing(args []string, stdout, stderr io.Writer) error {
 		return runRingSimulate(args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, ringUsage)
-	return usageErrorf("ring: unknown command %q", args[0])
+	return usageErrorf("unknown command %q", args[0])
 }
 
 // simParams are the inputs of a simulation.
@@ -141,10 +141,10 @@ func runRingSimulate(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, simulateUsage, ring.DefaultVNodes)
 			return flag.ErrHelp
 		}
-		return usageErrorf("ring simulate: %v (see --help)", err)
+		return usageErrorf("simulate: %v (see --help)", err)
 	}
 	if fs.NArg() > 0 {
-		return usageErrorf("ring simulate: unexpected argument %q (see --help)", fs.Arg(0))
+		return usageErrorf("simulate: unexpected argument %q (see --help)", fs.Arg(0))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -174,30 +174,30 @@ const maxSimKeys = 1 << 30
 func (p simParams) validate() error {
 	switch {
 	case p.nodes <= 0:
-		return usageErrorf("ring simulate: --nodes must be at least 1, got %d", p.nodes)
+		return usageErrorf("simulate: --nodes must be at least 1, got %d", p.nodes)
 	case p.nodes > ring.MaxNodes:
-		return usageErrorf("ring simulate: --nodes must be at most %d, got %d", ring.MaxNodes, p.nodes)
+		return usageErrorf("simulate: --nodes must be at most %d, got %d", ring.MaxNodes, p.nodes)
 	case p.vnodes <= 0:
-		return usageErrorf("ring simulate: --vnodes must be at least 1, got %d", p.vnodes)
+		return usageErrorf("simulate: --vnodes must be at least 1, got %d", p.vnodes)
 	case p.keys <= 0:
-		return usageErrorf("ring simulate: --keys must be at least 1, got %d", p.keys)
+		return usageErrorf("simulate: --keys must be at least 1, got %d", p.keys)
 	case p.keys > maxSimKeys:
-		return usageErrorf("ring simulate: --keys must be at most %d, got %d", maxSimKeys, p.keys)
+		return usageErrorf("simulate: --keys must be at most %d, got %d", maxSimKeys, p.keys)
 	case p.add < 0:
-		return usageErrorf("ring simulate: --add must not be negative, got %d", p.add)
+		return usageErrorf("simulate: --add must not be negative, got %d", p.add)
 	case p.remove < 0:
-		return usageErrorf("ring simulate: --remove must not be negative, got %d", p.remove)
+		return usageErrorf("simulate: --remove must not be negative, got %d", p.remove)
 	case p.remove >= p.nodes:
-		return usageErrorf("ring simulate: --remove %d would leave no node of %d; remove fewer", p.remove, p.nodes)
+		return usageErrorf("simulate: --remove %d would leave no node of %d; remove fewer", p.remove, p.nodes)
 	case p.nodes+p.add > ring.MaxNodes:
-		return usageErrorf("ring simulate: --nodes plus --add must be at most %d, got %d", ring.MaxNodes, p.nodes+p.add)
+		return usageErrorf("simulate: --nodes plus --add must be at most %d, got %d", ring.MaxNodes, p.nodes+p.add)
 	case p.racks < 0:
-		return usageErrorf("ring simulate: --racks must not be negative, got %d", p.racks)
+		return usageErrorf("simulate: --racks must not be negative, got %d", p.racks)
 	case p.replicas <= 0:
-		return usageErrorf("ring simulate: --replicas must be at least 1, got %d", p.replicas)
+		return usageErrorf("simulate: --replicas must be at least 1, got %d", p.replicas)
 	}
 	if total := float64(p.vnodes) * float64(p.nodes+p.add); total > ring.MaxPoints {
-		return usageErrorf("ring simulate: %d nodes x %d vnodes is %.0f points, over the ring's limit of %d; lower --vnodes",
+		return usageErrorf("simulate: %d nodes x %d vnodes is %.0f points, over the ring's limit of %d; lower --vnodes",
 			p.nodes+p.add, p.vnodes, total, ring.MaxPoints)
 	}
 	return nil
@@ -262,14 +262,14 @@ func simulate(p simParams, prog *progress) (*simResult, error) {
 	t0 := time.Now()
 	before, err := ring.New(beforeNodes, cfg)
 	if err != nil {
-		return nil, usageErrorf("ring simulate: %v", err)
+		return nil, usageErrorf("simulate: %v", err)
 	}
 	buildBefore := time.Since(t0)
 	prog.report("building the ring of %d nodes", len(afterNodes))
 	t0 = time.Now()
 	after, err := ring.New(afterNodes, cfg)
 	if err != nil {
-		return nil, usageErrorf("ring simulate: %v", err)
+		return nil, usageErrorf("simulate: %v", err)
 	}
 	buildAfter := time.Since(t0)
 
