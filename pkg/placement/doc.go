@@ -112,7 +112,8 @@
 //	mu.Unlock()
 //
 // Times must not run backwards; an earlier time than one already seen is
-// taken as the latest seen.
+// taken as the latest seen. They must lie between the years 1678 and 2262
+// (the placer computes deadlines on time.Time.UnixNano).
 //
 // # Cost
 //

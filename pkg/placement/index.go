@@ -122,8 +122,8 @@ type deadlineHeap []*task
 
 func (h deadlineHeap) less(i, j int) bool {
 	a, b := h[i], h[j]
-	if !a.nextAt.Equal(b.nextAt) {
-		return a.nextAt.Before(b.nextAt)
+	if a.nextAt != b.nextAt {
+		return a.nextAt < b.nextAt
 	}
 	return a.seq < b.seq
 }
@@ -159,9 +159,9 @@ func (h *deadlineHeap) remove(t *task) {
 	}
 }
 
-func (h deadlineHeap) min() (time.Time, bool) {
+func (h deadlineHeap) min() (int64, bool) {
 	if len(h) == 0 {
-		return time.Time{}, false
+		return 0, false
 	}
 	return h[0].nextAt, true
 }

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -11,8 +12,9 @@ import (
 // the ladder, the waits and the threading rule (not safe for concurrent
 // use: the caller serialises every call, for example under one mutex).
 type Placer struct {
-	cfg Config
-	now time.Time // latest time seen; earlier inputs are clamped to it
+	cfg   Config
+	now   time.Time // latest time seen; earlier inputs are clamped to it
+	nowNS int64     // now.UnixNano(): the ladder's arithmetic is on integers
 
 	nodes    map[string]*node
 	nodeList []*node // every node ever seen, in first-seen order
@@ -76,10 +78,10 @@ type task struct {
 
 	// While queued.
 	level         uint8
-	rackAt, anyAt time.Time // when the task reaches levelRack, levelOther
-	nextAt        time.Time // its next step (heap key)
-	heapIdx       int32     // position in the deadline heap + 1; 0: not in it
-	links         []link    // one per preferred node: membership of node.waiters
+	rackAt, anyAt int64  // when the task reaches levelRack, levelOther (Unix ns)
+	nextAt        int64  // its next step (heap key)
+	heapIdx       int32  // position in the deadline heap + 1; 0: not in it
+	links         []link // one per preferred node: membership of node.waiters
 	linkBuf       [3]link
 	rackLink      link // membership of ownerRack.waiters (level >= levelRack)
 	anyLink       link // membership of Placer.anyQ (level == levelOther)
@@ -91,26 +93,37 @@ type task struct {
 	runLink link // membership of node.running
 }
 
-// levelAt is the ladder level the task has reached at now.
-func (t *task) levelAt(now time.Time) uint8 {
+// levelAt is the ladder level the task has reached at now (Unix ns).
+func (t *task) levelAt(now int64) uint8 {
 	switch {
-	case !now.Before(t.anyAt):
+	case now >= t.anyAt:
 		return levelOther
-	case t.ownerRack != nil && !now.Before(t.rackAt):
+	case t.ownerRack != nil && now >= t.rackAt:
 		return levelRack
 	}
 	return levelData
 }
 
-// nextStep is the time of the task's next level step, if any.
-func (t *task) nextStep() (time.Time, bool) {
+// nextStep is the time (Unix ns) of the task's next level step, if any.
+func (t *task) nextStep() (int64, bool) {
 	switch {
 	case t.level == levelData && t.ownerRack != nil:
 		return t.rackAt, true
 	case t.level < levelOther:
 		return t.anyAt, true
 	}
-	return time.Time{}, false
+	return 0, false
+}
+
+// addNS is a + b, saturating instead of overflowing (a huge Wait).
+func addNS(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	if b < 0 && a < math.MinInt64-b {
+		return math.MinInt64
+	}
+	return a + b
 }
 
 type rack struct {
@@ -193,6 +206,7 @@ func New(cfg Config) (*Placer, error) {
 	}
 	return &Placer{
 		cfg:   cfg,
+		nowNS: math.MinInt64,
 		nodes: make(map[string]*node),
 		racks: make(map[string]*rack),
 		jobs:  make(map[string]*jobState),
@@ -202,8 +216,9 @@ func New(cfg Config) (*Placer, error) {
 }
 
 func (p *Placer) clock(now time.Time) time.Time {
-	if now.After(p.now) {
+	if now.After(p.now) || p.nowNS == math.MinInt64 {
 		p.now = now
+		p.nowNS = now.UnixNano()
 	}
 	return p.now
 }
@@ -318,12 +333,12 @@ func (p *Placer) hopeless(n *node, now time.Time) {
 				return
 			}
 		}
-		if shift := t.rackAt.Sub(now); shift > 0 {
-			t.rackAt = now
-			t.anyAt = t.anyAt.Add(-shift)
+		if shift := t.rackAt - p.nowNS; shift > 0 {
+			t.rackAt = p.nowNS
+			t.anyAt -= shift
 		}
 		old := t.level
-		t.level = t.levelAt(now)
+		t.level = t.levelAt(p.nowNS)
 		p.heap.remove(t)
 		p.enterLevel(t, old)
 		p.leveled = append(p.leveled, t)
@@ -596,17 +611,17 @@ func (p *Placer) newTask(in *Task, now time.Time) *task {
 	// The ladder: each level that can be satisfied costs one wait. A task
 	// whose preferred nodes are all unusable at submit time skips the
 	// data-local wait; one whose owner's rack is unknown has no rack level.
-	w := max(t.wait, 0)
-	cur := t.submitted
+	w := int64(max(t.wait, 0))
+	cur := addNS(p.nowNS, int64(t.submitted.Sub(now))) // submitted in Unix ns
 	if hasData {
-		cur = cur.Add(w)
+		cur = addNS(cur, w)
 	}
 	t.rackAt = cur
 	if t.ownerRack != nil {
-		cur = cur.Add(w)
+		cur = addNS(cur, w)
 	}
 	t.anyAt = cur
-	t.level = t.levelAt(now)
+	t.level = t.levelAt(p.nowNS)
 	return t
 }
 
@@ -797,7 +812,15 @@ func (p *Placer) Advance(now time.Time) []Assignment {
 // NextDeadline is the earliest time at which a queued task steps down a
 // level: the caller should call Advance then. ok is false when no queued
 // task has a step ahead.
-func (p *Placer) NextDeadline() (at time.Time, ok bool) { return p.heap.min() }
+func (p *Placer) NextDeadline() (at time.Time, ok bool) {
+	ns, ok := p.heap.min()
+	if !ok {
+		return time.Time{}, false
+	}
+	// Relative to the latest time seen, so the answer keeps the caller's
+	// location and monotonic clock reading.
+	return p.now.Add(time.Duration(addNS(ns, -p.nowNS))), true
+}
 
 func (p *Placer) catchUp(now time.Time) {
 	// 1. Freed slots go to their data-local waiters first.
@@ -808,11 +831,11 @@ func (p *Placer) catchUp(now time.Time) {
 	}
 	// 2. Expired waits step down (joining those whose preferred nodes all
 	// became unusable, queued by hopeless).
-	for len(p.heap) > 0 && !p.heap[0].nextAt.After(now) {
+	for len(p.heap) > 0 && p.heap[0].nextAt <= p.nowNS {
 		t := p.heap[0]
 		p.heap.remove(t)
 		old := t.level
-		t.level = t.levelAt(now)
+		t.level = t.levelAt(p.nowNS)
 		p.enterLevel(t, old)
 		p.leveled = append(p.leveled, t)
 	}

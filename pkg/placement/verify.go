@@ -3,6 +3,7 @@ package placement
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Verify checks the placer's invariants and returns the first violation
@@ -55,7 +56,7 @@ func (p *Placer) Verify() error {
 	}
 
 	caughtUp := len(p.dirty) == 0 && len(p.leveled) == 0
-	if at, ok := p.heap.min(); ok && !at.After(p.now) {
+	if at, ok := p.heap.min(); ok && at <= p.nowNS {
 		caughtUp = false
 	}
 	var running [NumLocalities]int64
@@ -117,10 +118,10 @@ func (p *Placer) Verify() error {
 				}
 				if caughtUp && wantRack && len(t.ownerRack.free.nodes) > 0 {
 					bad("task %v: waiting at rack level (since %v) while rack %s has a free slot on %s",
-						k, t.rackAt, t.ownerRack.name, t.ownerRack.free.nodes[0].id)
+						k, time.Unix(0, t.rackAt).UTC(), t.ownerRack.name, t.ownerRack.free.nodes[0].id)
 				}
 				if caughtUp && t.level == levelOther && len(p.free.nodes) > 0 {
-					bad("task %v: waiting at any level (since %v) while %s has a free slot", k, t.anyAt, p.free.nodes[0].id)
+					bad("task %v: waiting at any level (since %v) while %s has a free slot", k, time.Unix(0, t.anyAt).UTC(), p.free.nodes[0].id)
 				}
 			default:
 				bad("task %v: indexed in state %d", k, t.state)
