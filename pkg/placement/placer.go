@@ -313,14 +313,14 @@ func (p *Placer) upsert(nd Node, now time.Time, lost []Lost) []Lost {
 		p.aliveSlots += n.slots
 	}
 	p.refresh(n)
-	p.hopeless(n, now)
+	p.hopeless(n)
 	return lost
 }
 
 // hopeless ends the data-local wait of n's waiters when n cannot take tasks
 // and neither can any other node they prefer: waiting for a dead or
 // draining node buys nothing.
-func (p *Placer) hopeless(n *node, now time.Time) {
+func (p *Placer) hopeless(n *node) {
 	if n.usable() {
 		return
 	}
@@ -363,7 +363,7 @@ func (p *Placer) remove(n *node, now time.Time, lost []Lost) []Lost {
 	}
 	n.member = false
 	p.refresh(n)
-	p.hopeless(n, now)
+	p.hopeless(n)
 	return p.loseAll(n, lost)
 }
 
