@@ -81,13 +81,13 @@ const (
 // The zero Ring (and a nil *Ring) has no nodes: lookups on it return the zero
 // Node, empty lists or ErrEmptyRing, never a panic.
 type Ring struct {
-	nodes     []Node         // members, sorted by ID; the index is the node index
-	ids       map[string]int // ID -> node index
-	rack      []uint16       // rack index of each node
-	nracks    int            // distinct racks
-	weightSum float64        // sum of node weights
-	vnodes    int            // Config.VNodes after defaults
-	hash      func(string) uint64
+	nodes     []Node              // members, sorted by ID; the index is the node index
+	ids       map[string]int      // ID -> node index
+	rack      []uint16            // rack index of each node
+	nracks    int                 // distinct racks
+	weightSum float64             // sum of node weights
+	vnodes    int                 // Config.VNodes after defaults
+	custom    func([]byte) uint64 // Config.Hash, nil for the default xxhash
 
 	// The circle. points holds every virtual node as position<<32 | node
 	// index, sorted: by position, then by node index, which follows the ID
@@ -157,17 +157,10 @@ func New(nodes []Node, cfg Config) (*Ring, error) {
 	}
 	r.nracks = len(racks)
 
+	r.custom = cfg.Hash
 	hashBytes := cfg.Hash
 	if hashBytes == nil {
 		hashBytes = xxhash.Sum64
-		r.hash = xxhash.Sum64String
-	} else {
-		r.hash = func(s string) uint64 {
-			// The Hash contract forbids modifying or retaining the
-			// argument, so the string's bytes are passed without a
-			// copy (and without an allocation per lookup).
-			return hashBytes(unsafe.Slice(unsafe.StringData(s), len(s)))
-		}
 	}
 	r.build(counts, total, hashBytes)
 	return r, nil
@@ -182,6 +175,16 @@ func (c *Config) validate() error {
 		c.VNodes = DefaultVNodes
 	}
 	return nil
+}
+
+// hash hashes a key with Config.Hash. The Hash contract forbids modifying
+// or retaining the argument, so a custom hash gets the string's bytes
+// without a copy (and without an allocation per lookup).
+func (r *Ring) hash(key string) uint64 {
+	if r.custom == nil {
+		return xxhash.Sum64String(key)
+	}
+	return r.custom(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
 func (r *Ring) empty() bool { return r == nil || len(r.nodes) == 0 }
