@@ -111,6 +111,12 @@
 //	next, ok := p.NextDeadline()                 // re-arm the one timer
 //	mu.Unlock()
 //
+// Submit and PlaceBatch first catch up with their time as Advance does;
+// the placements of queued tasks made on the way are held until the next
+// Advance returns them. Until then such a task still behaves as queued:
+// Complete refuses it, Cancel cancels it as queued, and a node that dies or
+// drains puts it back in the queue instead of reporting it lost.
+//
 // Times must not run backwards; an earlier time than one already seen is
 // taken as the latest seen. They must lie between the years 1678 and 2262
 // (the placer computes deadlines on time.Time.UnixNano).

@@ -39,6 +39,7 @@ type Placer struct {
 
 	dirty   []*node // nodes that gained free capacity since the last catch-up
 	outbox  []Assignment
+	outTask []*task // the tasks of outbox, pending until Advance returns it
 	leveled []*task // tasks that stepped down, to be placed by catchUp
 	seq     uint64
 	pool    []*task
@@ -75,6 +76,10 @@ type task struct {
 	submitted time.Time
 	seq       uint64
 	state     taskState
+	// pending: placed by a catch-up inside Submit or PlaceBatch, but not
+	// yet returned by Advance. The caller cannot know of the placement, so
+	// until then the task behaves as queued (see unplace).
+	pending bool
 
 	// While queued.
 	level         uint8
@@ -306,8 +311,11 @@ func (p *Placer) upsert(nd Node, now time.Time, lost []Lost) []Lost {
 	}
 	n.member, n.state, n.slots = true, nd.State, nd.Slots
 	n.over = n.used > n.slots
-	if n.state == Dead {
+	switch n.state {
+	case Dead:
 		lost = p.loseAll(n, lost)
+	case Draining:
+		p.unplacePending(n)
 	}
 	if n.state == Alive {
 		p.aliveSlots += n.slots
@@ -396,10 +404,29 @@ func (p *Placer) SetNodes(nodes []Node, now time.Time) ([]Lost, error) {
 	return lost, nil
 }
 
+// unplacePending queues again the tasks placed on n that Advance has not
+// returned yet (n started draining: the caller must not learn of a new
+// placement on it).
+func (p *Placer) unplacePending(n *node) {
+	for l := n.running.root.next; n.running.n > 0 && l != &n.running.root; {
+		t := l.t
+		l = l.next
+		if t.pending {
+			p.unplace(t)
+		}
+	}
+}
+
 // loseAll reports every task running on n as lost and frees its slots.
+// Tasks whose placement Advance has not returned yet are queued again
+// instead.
 func (p *Placer) loseAll(n *node, lost []Lost) []Lost {
 	for n.running.n > 0 {
 		t := n.running.front()
+		if t.pending {
+			p.unplace(t)
+			continue
+		}
 		lost = append(lost, p.lose(t))
 	}
 	return lost
@@ -789,7 +816,8 @@ func (p *Placer) Submit(in Task, now time.Time) (a Assignment, placed bool, err 
 
 // Advance catches up with now and returns the assignments of queued tasks
 // made since the last Advance (including those made while catching up inside
-// Submit or PlaceBatch). Call it after every Complete, Cancel, SetNodes,
+// Submit or PlaceBatch, which stay pending until returned here: see the
+// package documentation). Call it after every Complete, Cancel, SetNodes,
 // UpsertNode or RemoveNode, and when the time given by NextDeadline comes.
 //
 // Order of decisions: first, every node that gained a free slot gives it to
@@ -804,9 +832,44 @@ func (p *Placer) Advance(now time.Time) []Assignment {
 	if len(p.outbox) == 0 {
 		return nil
 	}
+	for _, t := range p.outTask {
+		t.pending = false
+	}
+	clear(p.outTask)
+	p.outTask = p.outTask[:0]
 	out := p.outbox
 	p.outbox = nil
 	return out
+}
+
+// deliver places a queued task and keeps the assignment for Advance.
+func (p *Placer) deliver(t *task, n *node, now time.Time) {
+	p.outbox = append(p.outbox, p.place(t, n, now))
+	p.outTask = append(p.outTask, t)
+	t.pending = true
+}
+
+// unplace takes back a placement that Advance has not returned yet: the
+// task is queued again as it was (same first-seen time and ladder), and the
+// placement is not counted. Cancel does this before cancelling, and a node
+// that dies or leaves does it instead of reporting the task lost.
+func (p *Placer) unplace(t *task) {
+	i := slices.Index(p.outTask, t)
+	p.outTask = slices.Delete(p.outTask, i, i+1)
+	p.outbox = slices.Delete(p.outbox, i, i+1)
+	t.pending = false
+	p.unrun(t)
+	for _, c := range [2]*Counters{&t.job.c, &p.global} {
+		lc := c.Level(t.loc)
+		lc.Placed--
+		lc.Running--
+	}
+	p.deactivate(t.job)
+	p.delTask(t)
+	t.state, t.node, t.loc, t.placed = stateFree, nil, 0, time.Time{}
+	t.level = t.levelAt(p.nowNS)
+	p.enqueue(t)
+	p.leveled = append(p.leveled, t) // catch-up will look for a slot for it
 }
 
 // NextDeadline is the earliest time at which a queued task steps down a
@@ -826,7 +889,7 @@ func (p *Placer) catchUp(now time.Time) {
 	// 1. Freed slots go to their data-local waiters first.
 	for _, n := range p.dirty {
 		for n.waiters.n > 0 && n.takes() {
-			p.outbox = append(p.outbox, p.place(n.waiters.front(), n, now))
+			p.deliver(n.waiters.front(), n, now)
 		}
 	}
 	// 2. Expired waits step down (joining those whose preferred nodes all
@@ -844,11 +907,11 @@ func (p *Placer) catchUp(now time.Time) {
 		n.dirty = false
 		if n.rack != nil {
 			for n.rack.waiters.n > 0 && n.takes() {
-				p.outbox = append(p.outbox, p.place(n.rack.waiters.front(), n, now))
+				p.deliver(n.rack.waiters.front(), n, now)
 			}
 		}
 		for p.anyQ.n > 0 && n.takes() {
-			p.outbox = append(p.outbox, p.place(p.anyQ.front(), n, now))
+			p.deliver(p.anyQ.front(), n, now)
 		}
 	}
 	clear(p.dirty)
@@ -859,7 +922,7 @@ func (p *Placer) catchUp(now time.Time) {
 			continue
 		}
 		if n := p.best(t); n != nil {
-			p.outbox = append(p.outbox, p.place(t, n, now))
+			p.deliver(t, n, now)
 		}
 	}
 	clear(p.leveled)
@@ -889,7 +952,7 @@ func (p *Placer) Complete(job, id string, o Outcome) (Locality, error) {
 	if err != nil {
 		return 0, err
 	}
-	if t.state != stateRunning {
+	if t.state != stateRunning || t.pending {
 		return 0, fmt.Errorf("%w: job %q task %q", ErrNotPlaced, job, id)
 	}
 	loc := t.loc
@@ -921,6 +984,9 @@ func (p *Placer) Cancel(job, id string, now time.Time) error {
 	t, err := p.lookup(job, id)
 	if err != nil {
 		return err
+	}
+	if t.pending {
+		p.unplace(t) // the caller never saw it placed: cancel it as queued
 	}
 	if t.state == stateRunning {
 		p.lose(t)

@@ -272,3 +272,67 @@ func TestTimeClamped(t *testing.T) {
 		t.Errorf("next deadline %v %v, want %v", at, ok, want)
 	}
 }
+
+// TestPendingPlacement: a placement made while Submit catches up is not
+// known to the caller until Advance returns it; until then the task behaves
+// as queued: Complete refuses it, Cancel cancels it as queued, and a node
+// that dies or drains puts it back in the queue instead of reporting it
+// lost.
+func TestPendingPlacement(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		act  func(p *placement.Placer) error
+		// after the action and an Advance
+		wantAssigned, wantQueued, wantPlaced, wantLost int
+	}{
+		{"advance", func(p *placement.Placer) error { return nil }, 1, 0, 3, 0},
+		{"cancel", func(p *placement.Placer) error { return p.Cancel("j", "b", t0) }, 0, 0, 2, 0},
+		{"kill", func(p *placement.Placer) error {
+			lost, err := p.UpsertNode(placement.Node{ID: "n1", Rack: "r", Slots: 1, State: placement.Dead}, t0)
+			if len(lost) != 0 {
+				return fmt.Errorf("lost %v", lost)
+			}
+			return err
+		}, 0, 1, 2, 0},
+		{"drain", func(p *placement.Placer) error {
+			_, err := p.UpsertNode(placement.Node{ID: "n1", Rack: "r", Slots: 1, State: placement.Draining}, t0)
+			return err
+		}, 0, 1, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlacer(t, placement.Config{}, placement.Node{ID: "n1", Rack: "r", Slots: 1}, placement.Node{ID: "n2", Rack: "r", Slots: 1})
+			submit := func(id, pref string) bool {
+				t.Helper()
+				_, placed, err := p.Submit(placement.Task{Job: "j", ID: id, Prefer: []string{pref}, Wait: time.Hour}, t0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return placed
+			}
+			submit("a", "n1")
+			submit("b", "n1") // queued behind a
+			if _, err := p.Complete("j", "a", placement.Outcome{}); err != nil {
+				t.Fatal(err)
+			}
+			// No Advance: c's Submit catches up and places b on n1 (pending).
+			if !submit("c", "n2") {
+				t.Fatal("c not placed")
+			}
+			if _, err := p.Complete("j", "b", placement.Outcome{}); !errors.Is(err, placement.ErrNotPlaced) {
+				t.Fatalf("Complete of a pending task: %v, want ErrNotPlaced", err)
+			}
+			if err := tc.act(p); err != nil {
+				t.Fatal(err)
+			}
+			as := p.Advance(t0)
+			c, _ := p.Counters("j")
+			if len(as) != tc.wantAssigned || p.Queued() != tc.wantQueued || c.Total().Placed != int64(tc.wantPlaced) || c.Total().Lost != int64(tc.wantLost) {
+				t.Errorf("assigned %v, queued %d, placed %d, lost %d; want %d, %d, %d, %d",
+					as, p.Queued(), c.Total().Placed, c.Total().Lost, tc.wantAssigned, tc.wantQueued, tc.wantPlaced, tc.wantLost)
+			}
+			if err := p.Verify(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -56,6 +56,15 @@ func (p *Placer) Verify() error {
 	}
 
 	caughtUp := len(p.dirty) == 0 && len(p.leveled) == 0
+	if len(p.outbox) != len(p.outTask) {
+		bad("outbox has %d assignments for %d tasks", len(p.outbox), len(p.outTask))
+	}
+	pending := 0
+	for i, t := range p.outTask {
+		if !t.pending || t.state != stateRunning || i >= len(p.outbox) || p.outbox[i].Task != t.key.id || p.outbox[i].Job != t.key.job {
+			bad("outbox entry %d (task %v) is not a pending placement", i, t.key)
+		}
+	}
 	if at, ok := p.heap.min(); ok && at <= p.nowNS {
 		caughtUp = false
 	}
@@ -127,6 +136,9 @@ func (p *Placer) Verify() error {
 				bad("task %v: indexed in state %d", k, t.state)
 			}
 		}
+	}
+	if pending != len(p.outTask) {
+		bad("%d tasks pending, outbox holds %d", pending, len(p.outTask))
 	}
 	if ntasks != p.ntasks {
 		bad("%d tasks indexed, counter %d", ntasks, p.ntasks)
