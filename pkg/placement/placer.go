@@ -371,8 +371,9 @@ func (p *Placer) remove(n *node, now time.Time, lost []Lost) []Lost {
 	}
 	n.member = false
 	p.refresh(n)
-	p.hopeless(n)
-	return p.loseAll(n, lost)
+	lost = p.loseAll(n, lost)
+	p.hopeless(n) // after loseAll, which may queue pending tasks again
+	return lost
 }
 
 // SetNodes replaces the membership at time now with nodes: listed nodes are
