@@ -161,7 +161,7 @@ func LoopbackTuning() Tuning {
 		GossipToTheDeadTime:     2 * time.Second,
 		RetransmitMult:          4,
 		PushPullInterval:        500 * time.Millisecond, // repairs news that gossip missed during concurrent joins
-		TCPTimeout:              time.Second,
+		TCPTimeout:              5 * time.Second,        // streams only (joins, push/pull): generous for a loaded test box
 		DeadNodeReclaimTime:     time.Second,
 	}
 }

@@ -41,7 +41,7 @@ func Example() {
 		return
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	v, err := sched.WaitFor(ctx, func(v *membership.View) bool { return len(v.Members) == 2 })
 	if err != nil {

@@ -11,6 +11,8 @@ package membershiptest
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -37,14 +39,24 @@ func Observer(id string) membership.NodeMeta {
 	return membership.NodeMeta{ID: id, Role: membership.RoleObserver}
 }
 
+// DebugEnv names an environment variable: set to 1, members made by Config
+// log everything (memberlist's debug lines included) to stderr, prefixed
+// with their id.
+const DebugEnv = "LOCUS_MEMBERSHIP_DEBUG"
+
 // Config returns a loopback Config for meta: 127.0.0.1 on a free port,
-// LoopbackTuning.
+// LoopbackTuning, logs discarded (see DebugEnv).
 func Config(meta membership.NodeMeta) membership.Config {
-	return membership.Config{
+	cfg := membership.Config{
 		Meta:     meta,
 		BindAddr: "127.0.0.1:0",
 		Tuning:   membership.LoopbackTuning(),
 	}
+	if os.Getenv(DebugEnv) == "1" {
+		h := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})
+		cfg.Logger = slog.New(h).With("member", meta.ID)
+	}
+	return cfg
 }
 
 // Start starts one member per meta, joins each to the first, and waits up to
