@@ -212,6 +212,9 @@ func ParseFooter(tail []byte, size int64) (f *Footer, err error) {
 			f, err = nil, fmt.Errorf("%w: parser panicked: %v", ErrCorrupt, r)
 		}
 	}()
+	if err := checkCompactThrift(raw); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
 	meta, err := metadata.NewFileMetaData(raw, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
