@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -118,5 +119,33 @@ func TestFooterCacheLoad(t *testing.T) {
 	close(block)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("GetOrLoad with an expired context = %v", err)
+	}
+}
+
+// TestFooterWeightMatchesHeap checks Weight against the heap that parsed
+// footers really keep alive, within a factor of 2.
+func TestFooterWeightMatchesHeap(t *testing.T) {
+	files := [][]byte{widePadded(t, 300)}
+	for _, o := range fileVariants {
+		data, _ := writeParquet(t, o)
+		files = append(files, data)
+	}
+	for i, data := range files {
+		const n = 50
+		keep := make([]*parquetx.Footer, 0, n)
+		runtime.GC()
+		var a, b runtime.MemStats
+		runtime.ReadMemStats(&a)
+		for j := 0; j < n; j++ {
+			keep = append(keep, mustFooter(t, data))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&b)
+		measured := (int64(b.HeapAlloc) - int64(a.HeapAlloc)) / n
+		w := keep[0].Weight()
+		runtime.KeepAlive(keep)
+		if w < measured/2 || w > measured*2 {
+			t.Errorf("file %d: Weight %d, measured %d bytes per footer", i, w, measured)
+		}
 	}
 }
