@@ -263,3 +263,46 @@ func TestS3IntegrationListManyPages(t *testing.T) {
 		t.Fatalf("listed %d objects, want %d", count, n)
 	}
 }
+
+// TestS3IntegrationParallelRangeReads issues many concurrent range GETs
+// through one store (one connection pool), as a cache node filling pages
+// does, and checks every byte.
+func TestS3IntegrationParallelRangeReads(t *testing.T) {
+	g := origintest.StartVersityGW(t)
+	store := g.Store(t)
+	ctx := context.Background()
+	data := randomBytes(5, 4<<20)
+	g.Put(t, "par/obj", data)
+	info, err := store.Stat(ctx, g.URI("par/obj"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, reads = 16, 8
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*reads)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 99))
+			for i := 0; i < reads; i++ {
+				off := r.Int64N(int64(len(data)))
+				p := make([]byte, 1+r.IntN(256<<10))
+				n, err := store.ReadAt(ctx, info.URI, info.Version, p, off)
+				if err != nil && err != io.EOF {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(p[:n], data[off:off+int64(n)]) || (err == nil && n != len(p)) {
+					errs <- fmt.Errorf("worker %d: wrong bytes at %d+%d (n=%d, err=%v)", w, off, len(p), n, err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

@@ -13,6 +13,7 @@
 //	go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
 //
 // When the binary is absent the test is skipped with that hint, unless the
-// environment sets LOCUS_REQUIRE_VERSITYGW=1 (CI does), in which case it
+// environment sets LOCUS_REQUIRE_VERSITYGW=1 or LOCUS_REQUIRE_TOOLS=1 (CI
+// does), in which case it
 // fails: CI must never pass by skipping its S3 tests.
 package origintest

@@ -3,6 +3,7 @@ package origintest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -51,5 +52,59 @@ func TestFindVersityGWMessage(t *testing.T) {
 		t.Fatal("found a versitygw binary with an empty PATH and GOPATH")
 	} else if want := origintest.InstallHint; !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %q does not say how to install (%s)", err, want)
+	}
+}
+
+// recordingTB captures Skipf/Fatalf instead of ending the test.
+type recordingTB struct {
+	testing.TB
+	skipped, failed string
+}
+
+type stop struct{}
+
+func (r *recordingTB) Helper() {}
+func (r *recordingTB) Skipf(format string, args ...any) {
+	r.skipped = fmt.Sprintf(format, args...)
+	panic(stop{})
+}
+func (r *recordingTB) Fatalf(format string, args ...any) {
+	r.failed = fmt.Sprintf(format, args...)
+	panic(stop{})
+}
+
+func TestStartVersityGWWithoutBinary(t *testing.T) {
+	for _, tc := range []struct {
+		env      map[string]string
+		wantFail bool
+	}{
+		{map[string]string{origintest.RequireEnv: "", "LOCUS_REQUIRE_TOOLS": ""}, false},
+		{map[string]string{origintest.RequireEnv: "1", "LOCUS_REQUIRE_TOOLS": ""}, true},
+		{map[string]string{origintest.RequireEnv: "", "LOCUS_REQUIRE_TOOLS": "1"}, true},
+	} {
+		t.Setenv("PATH", t.TempDir())
+		t.Setenv("GOPATH", t.TempDir())
+		t.Setenv("HOME", t.TempDir())
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		rec := &recordingTB{TB: t}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					if _, ok := r.(stop); !ok {
+						panic(r)
+					}
+				}
+			}()
+			origintest.StartVersityGW(rec)
+		}()
+		msg := rec.skipped
+		if tc.wantFail {
+			msg = rec.failed
+		}
+		if msg == "" || (tc.wantFail && rec.skipped != "") || !strings.Contains(msg, origintest.InstallHint) {
+			t.Errorf("env %v: skipped %q, failed %q; want %s with the install hint", tc.env, rec.skipped, rec.failed, map[bool]string{true: "a failure", false: "a skip"}[tc.wantFail])
+		}
 	}
 }
