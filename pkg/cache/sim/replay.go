@@ -1,0 +1,242 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/locuscache/locus/pkg/cache/policy"
+)
+
+// Cache is one cache under simulation: Access records an access and reports
+// whether it hit, admitting the key on a miss if the cache wants it.
+type Cache interface {
+	Name() string
+	Access(key uint64) bool
+}
+
+// Names of the simulated policies besides those of policy.ByName.
+const (
+	NameARC      = "arc"      // hashicorp/golang-lru/arc/v2
+	NameWTinyLFU = "wtinylfu" // maypok86/otter/v2 (adaptive W-TinyLFU)
+	NameBelady   = "belady"   // the offline optimum (Oracle)
+)
+
+// ErrUnknownPolicy is returned for a policy name Run does not know.
+var ErrUnknownPolicy = errors.New("unknown policy")
+
+// ErrCapacity is returned for a capacity below 1.
+var ErrCapacity = errors.New("capacity must be at least 1")
+
+// PolicyNames lists every name Run accepts, in the order of a report: the
+// default policy, the in-process baselines, then the optimum.
+func PolicyNames() []string {
+	names := []string{policy.DefaultName, "lru", NameARC, NameWTinyLFU, NameBelady}
+	for _, n := range policy.Names() {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// NewCache returns the online cache called name with the given capacity.
+// policy.ByName names run the real policy code through a PolicyCache;
+// "arc" and "wtinylfu" are the library baselines. "belady" is offline: use
+// an Oracle.
+func NewCache(name string, capacity int, seed uint64) (Cache, error) {
+	if capacity < 1 {
+		return nil, fmt.Errorf("%w (got %d)", ErrCapacity, capacity)
+	}
+	switch name {
+	case NameARC:
+		return newARC(capacity)
+	case NameWTinyLFU:
+		return newOtter(capacity)
+	case NameBelady:
+		return nil, fmt.Errorf("%w: %q is offline; use an Oracle", ErrUnknownPolicy, name)
+	}
+	p, err := policy.ByName(name, capacity, seed)
+	if err != nil {
+		if errors.Is(err, policy.ErrUnknownPolicy) {
+			return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownPolicy, name, strings.Join(PolicyNames(), ", "))
+		}
+		return nil, err
+	}
+	return NewPolicyCache(p), nil
+}
+
+// PolicyCache drives a policy.Policy with the page cache's protocol: Touch,
+// and Insert on a miss (the victims are discarded: there is no storage).
+type PolicyCache struct {
+	p       policy.Policy
+	victims []uint64
+}
+
+// NewPolicyCache wraps p.
+func NewPolicyCache(p policy.Policy) *PolicyCache {
+	return &PolicyCache{p: p, victims: make([]uint64, 0, 16)}
+}
+
+// Name returns the policy's name.
+func (c *PolicyCache) Name() string { return c.p.Name() }
+
+// Access records one access and reports whether it hit.
+func (c *PolicyCache) Access(key uint64) bool {
+	if c.p.Touch(key) {
+		return true
+	}
+	c.victims, _ = c.p.Insert(key, c.victims[:0])
+	return false
+}
+
+// Result is the outcome of replaying one trace through one policy at one
+// capacity.
+type Result struct {
+	Policy   string  `json:"policy"`
+	Capacity int     `json:"capacity"`
+	Fraction float64 `json:"capacity_frac,omitempty"` // capacity / distinct keys, when asked as a fraction
+	Accesses int64   `json:"accesses"`
+	Hits     int64   `json:"hits"`
+	HitRatio float64 `json:"hit_ratio"`
+}
+
+// Replay runs every key of keys through c and counts the hits.
+func Replay(keys []uint64, c Cache) (hits int64) {
+	for _, k := range keys {
+		if c.Access(k) {
+			hits++
+		}
+	}
+	return hits
+}
+
+// Options configure Run.
+type Options struct {
+	// Policies to replay; empty means PolicyNames().
+	Policies []string
+	// Capacities in keys. Fractions, if set, add round(f x distinct) each
+	// (at least 1).
+	Capacities []int
+	Fractions  []float64
+	// Seed for the policies that take one.
+	Seed uint64
+	// Extra names further online caches that Policies may name (for
+	// experiments with policy variants); they take precedence over the
+	// built-in names.
+	Extra map[string]func(capacity int, seed uint64) (Cache, error)
+	// Progress, if not nil, receives a line per replay that takes long
+	// enough to be worth reporting (after ProgressEvery; default 2s).
+	Progress      io.Writer
+	ProgressEvery time.Duration
+}
+
+// Size is one capacity of a run, with the fraction it came from (0 if given
+// in keys).
+type Size struct {
+	Capacity int
+	Fraction float64
+}
+
+// Sizes returns the capacities opts asks for on trace t, in the order given,
+// fractions first. It returns ErrCapacity for a capacity below 1 or a
+// fraction that is not a positive finite number.
+func (o Options) Sizes(t *Trace) ([]Size, error) {
+	var sizes []Size
+	for _, f := range o.Fractions {
+		if !(f > 0) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("%w: capacity fraction %v must be positive", ErrCapacity, f)
+		}
+		c := int(math.Round(f * float64(t.Distinct)))
+		sizes = append(sizes, Size{Capacity: max(c, 1), Fraction: f})
+	}
+	for _, c := range o.Capacities {
+		if c < 1 {
+			return nil, fmt.Errorf("%w (got %d)", ErrCapacity, c)
+		}
+		sizes = append(sizes, Size{Capacity: c})
+	}
+	if len(sizes) == 0 {
+		return nil, fmt.Errorf("%w: no capacity given", ErrCapacity)
+	}
+	return sizes, nil
+}
+
+// Run replays t through every requested policy at every requested size and
+// returns the results ordered by size, then by policy in the order asked.
+func Run(t *Trace, opts Options) ([]Result, error) {
+	names := opts.Policies
+	if len(names) == 0 {
+		names = PolicyNames()
+	}
+	sizes, err := opts.Sizes(t)
+	if err != nil {
+		return nil, err
+	}
+	// Validate every name before the first (possibly long) replay.
+	for _, n := range names {
+		if n == NameBelady {
+			continue
+		}
+		if _, err := opts.newCache(n, 1); err != nil {
+			return nil, err
+		}
+	}
+	every := opts.ProgressEvery
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	var oracle *Oracle
+	start, last := time.Now(), time.Now()
+	total, done := len(names)*len(sizes), 0
+	results := make([]Result, 0, total)
+	for _, s := range sizes {
+		for _, n := range names {
+			var hits int64
+			if n == NameBelady {
+				if oracle == nil {
+					oracle = NewOracle(t.Keys)
+				}
+				hits = oracle.Hits(s.Capacity)
+			} else {
+				c, err := opts.newCache(n, s.Capacity)
+				if err != nil {
+					return nil, err
+				}
+				hits = Replay(t.Keys, c)
+			}
+			results = append(results, Result{
+				Policy:   n,
+				Capacity: s.Capacity,
+				Fraction: s.Fraction,
+				Accesses: int64(len(t.Keys)),
+				Hits:     hits,
+				HitRatio: float64(hits) / float64(len(t.Keys)),
+			})
+			done++
+			if opts.Progress != nil && time.Since(last) >= every {
+				last = time.Now()
+				fmt.Fprintf(opts.Progress, "cache-sim: %s: %d/%d replays done (%s, capacity %d), %s elapsed\n",
+					t.Name, done, total, n, s.Capacity, time.Since(start).Round(time.Second))
+			}
+		}
+	}
+	return results, nil
+}
+
+// SortResults orders results by capacity, keeping the policy order stable.
+func SortResults(rs []Result) {
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Capacity < rs[j].Capacity })
+}
+
+func (o Options) newCache(name string, capacity int) (Cache, error) {
+	if f, ok := o.Extra[name]; ok {
+		return f(capacity, o.Seed)
+	}
+	return NewCache(name, capacity, o.Seed)
+}
