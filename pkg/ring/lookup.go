@@ -84,28 +84,24 @@ func (r *Ring) predecessor(s int) int {
 	return i
 }
 
-// score orders the candidates for a key: the distance to the nearer probe,
-// then the node index (ID order) to break ties.
-func (r *Ring) score(d uint32, i int) uint64 { return uint64(d)<<32 | uint64(uint32(r.points[i])) }
+// nearest returns the best candidate for probe p, as distance<<32 | node
+// index, so that the smaller value wins: the distance to the nearer of the
+// first point at or after p and the last point before p, ties to the lower
+// node index. Of several points at one position, the first (lowest node
+// index) stands for all.
+func (r *Ring) nearest(p uint32) uint64 {
+	pts := r.points
+	s := r.successor(p)
+	e := pts[s]
+	best := uint64(uint32(e>>32)-p)<<32 | e&(1<<32-1)
+	e = pts[r.predecessor(s)]
+	return min(best, uint64(p-uint32(e>>32))<<32|e&(1<<32-1))
+}
 
 // owner returns the node index owning a key of hash h: the node of the point
-// nearest (in either direction) to either probe, h's high and low 32 bits.
+// nearest (either way round) to either probe, h's high and low 32 bits.
 func (r *Ring) owner(h uint64) int {
-	p1, p2 := uint32(h>>32), uint32(h)
-	s1, s2 := r.successor(p1), r.successor(p2)
-	best := r.score(r.pos(s1)-p1, s1)
-	if c := r.score(r.pos(s2)-p2, s2); c < best {
-		best = c
-	}
-	i1 := r.predecessor(s1)
-	if c := r.score(p1-r.pos(i1), i1); c < best {
-		best = c
-	}
-	i2 := r.predecessor(s2)
-	if c := r.score(p2-r.pos(i2), i2); c < best {
-		best = c
-	}
-	return int(uint32(best))
+	return int(uint32(min(r.nearest(uint32(h>>32)), r.nearest(uint32(h)))))
 }
 
 // Probes returns the two positions on the circle at which key probes: the
