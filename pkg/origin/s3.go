@@ -313,6 +313,10 @@ func (s *S3Store) ReadAt(ctx context.Context, uri, version string, p []byte, off
 		if err == nil || err == io.EOF {
 			return n, err
 		}
+		if err == errPartialRange {
+			attempt-- // progress, not a failure: ask for the rest
+			continue
+		}
 		if !errors.As(err, &be) {
 			if errors.Is(err, ErrVersionChanged) {
 				return 0, err
@@ -375,12 +379,14 @@ func (s *S3Store) getRange(opCtx, parent context.Context, u URI, version string,
 		}
 	}
 	want := int64(len(p)) // bytes expected in this body
+	atEnd := true         // does the body end at the end of the object?
 	if cr := aws.ToString(out.ContentRange); cr != "" {
-		start, end, _, ok := parseContentRange(cr)
-		if !ok || start != off || end < start {
+		start, end, total, ok := parseContentRange(cr)
+		if !ok || start != off || end < start || (total >= 0 && end >= total) {
 			return 0, fmt.Errorf("origin: GET %s %s: unexpected Content-Range %q", u, rng, cr)
 		}
 		want = min(want, end-start+1)
+		atEnd = total < 0 || end+1 == total
 	} else {
 		// The server ignored Range and sent the whole object (200).
 		total := aws.ToInt64(out.ContentLength)
@@ -400,10 +406,19 @@ func (s *S3Store) getRange(opCtx, parent context.Context, u URI, version string,
 		return n, &bodyError{err}
 	}
 	if n < len(p) {
+		if !atEnd {
+			// The store sent less than asked without reaching the end
+			// (some cap the size of one range).
+			return n, errPartialRange
+		}
 		return n, io.EOF
 	}
 	return n, nil
 }
+
+// errPartialRange: a response held fewer bytes than asked for, short of
+// the end of the object; ReadAt asks for the rest.
+var errPartialRange = errors.New("origin: partial range")
 
 // afterRangeNotSatisfiable handles 416, which S3 sends when off is at or
 // past the end. The object may have shrunk, and not every store checks

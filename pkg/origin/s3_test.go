@@ -439,3 +439,36 @@ func TestParseContentRangeViaShortObject(t *testing.T) {
 		t.Fatalf("ReadAt at the end = (%d, %v), want (0, EOF)", n, err)
 	}
 }
+
+func TestS3StoreCappingRangesIsReadInPieces(t *testing.T) {
+	f := &fakeS3{data: randomBytes(11, 5000)}
+	f.respond = func(w http.ResponseWriter, r *http.Request, n int) bool {
+		if r.Method != http.MethodGet {
+			return false
+		}
+		// Serve at most 1000 bytes of any range, as some stores do.
+		a, _, _ := strings.Cut(strings.TrimPrefix(r.Header.Get("Range"), "bytes="), "-")
+		start, _ := strconv.Atoi(a)
+		end := min(start+999, len(f.data)-1)
+		w.Header().Set("ETag", f.etag)
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end, len(f.data)))
+		w.Header().Set("Content-Length", strconv.Itoa(end-start+1))
+		w.WriteHeader(http.StatusPartialContent)
+		w.Write(f.data[start : end+1])
+		return true
+	}
+	s, _ := newFake(t, f, func(c *origin.S3Config) { c.MaxAttempts = 1 })
+	p := make([]byte, 3500)
+	n, err := s.ReadAt(context.Background(), "s3://bkt/key", f.etag, p, 100)
+	if n != 3500 || err != nil || !bytes.Equal(p, f.data[100:3600]) {
+		t.Fatalf("ReadAt = (%d, %v), want all 3500 bytes in 4 requests", n, err)
+	}
+	if got := f.requests.Load(); got != 4 {
+		t.Errorf("%d requests, want 4", got)
+	}
+	p = make([]byte, 3000)
+	n, err = s.ReadAt(context.Background(), "s3://bkt/key", f.etag, p, 4000)
+	if n != 1000 || err != io.EOF {
+		t.Fatalf("ReadAt at the tail = (%d, %v), want (1000, EOF)", n, err)
+	}
+}
