@@ -389,7 +389,10 @@ func (s *S3Store) getRange(opCtx, parent context.Context, u URI, version string,
 		atEnd = total < 0 || end+1 == total
 	} else {
 		// The server ignored Range and sent the whole object (200).
-		total := aws.ToInt64(out.ContentLength)
+		if out.ContentLength == nil || *out.ContentLength < 0 {
+			return 0, fmt.Errorf("origin: GET %s %s: the store ignored Range and sent no Content-Length", u, rng)
+		}
+		total := *out.ContentLength
 		if off >= total {
 			return 0, io.EOF
 		}
