@@ -327,4 +327,3 @@ func (e *Estimator) heapPop() uint64 {
 	}
 	return top
 }
-

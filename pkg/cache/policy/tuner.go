@@ -23,8 +23,9 @@ const (
 // with capacity scaled to the sample, and every period points the live window
 // at the shadow with the most recent hits, when that shadow leads the current
 // one clearly: by at least minGain of the (decayed) sampled accesses and by
-// minSigmas standard deviations of a count of that size. The hysteresis
-// matters: every switch costs the live cache hits while its queues move.
+// minSigmas standard deviations (the square root of the smaller of the two
+// shadows' summed hits and summed misses). The hysteresis matters: every
+// switch costs the live cache hits while its queues move.
 type tuner struct {
 	full      bool   // every key is sampled
 	threshold uint64 // otherwise, a key is sampled iff hash(key ^ seed) < threshold
@@ -81,7 +82,7 @@ func (t *tuner) access(live *tinyLFU, key uint64) {
 		}
 	}
 	gain := t.scores[best] - t.scores[t.cur]
-	if best != t.cur && gain > minGain*t.acc && gain > minSigmas*math.Sqrt(t.scores[best]+t.scores[t.cur]) {
+	if best != t.cur && gain > minGain*t.acc && gain > minSigmas*math.Sqrt(min(t.scores[best]+t.scores[t.cur], 2*t.acc-t.scores[best]-t.scores[t.cur])) {
 		t.cur = best
 		live.setWindow(tunerWindows[best])
 	}

@@ -7,7 +7,9 @@ import (
 
 // arcCache is the ARC baseline (Megiddo and Modha) from
 // github.com/hashicorp/golang-lru/arc/v2 v2.0.7.
-type arcCache struct{ c *arc.ARCCache[uint64, struct{}] }
+type arcCache struct {
+	c *arc.ARCCache[uint64, struct{}]
+}
 
 func newARC(capacity int) (Cache, error) {
 	c, err := arc.NewARC[uint64, struct{}](capacity)
@@ -36,7 +38,9 @@ func (a arcCache) Access(key uint64) bool {
 // Otter seeds its hashes and its 1-in-128 admission of popular candidates
 // from a process-random source that cannot be set, so its hit ratio varies
 // slightly from run to run (by hundredths of a point on the shared traces).
-type otterCache struct{ c *otter.Cache[uint64, struct{}] }
+type otterCache struct {
+	c *otter.Cache[uint64, struct{}]
+}
 
 func newOtter(capacity int) (Cache, error) {
 	c, err := otter.New(&otter.Options[uint64, struct{}]{

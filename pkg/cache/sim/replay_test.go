@@ -1,0 +1,87 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestRunValidates(t *testing.T) {
+	tr := &Trace{Name: "t", Keys: hashed(1, 2, 3, 1), Distinct: 3}
+	tests := []struct {
+		name string
+		opts Options
+		err  error
+	}{
+		{"no capacity", Options{}, ErrCapacity},
+		{"zero capacity", Options{Capacities: []int{0}}, ErrCapacity},
+		{"negative fraction", Options{Fractions: []float64{-0.1}}, ErrCapacity},
+		{"zero fraction", Options{Fractions: []float64{0}}, ErrCapacity},
+		{"unknown policy", Options{Capacities: []int{2}, Policies: []string{"lfu"}}, ErrUnknownPolicy},
+	}
+	for _, tc := range tests {
+		if _, err := Run(tr, tc.opts); !errors.Is(err, tc.err) {
+			t.Errorf("%s: got %v, want %v", tc.name, err, tc.err)
+		}
+	}
+}
+
+func TestRunResults(t *testing.T) {
+	// 0 1 2 0 1 2 ...: LRU with capacity 1 or 2 never hits, with 3 it hits
+	// every access after the first round; the optimum keeps 1 (or 2) keys
+	// for good and bypasses the rest: 9 (or 18) hits.
+	var keys []uint64
+	for i := 0; i < 30; i++ {
+		keys = append(keys, HashKey(uint64(i%3)))
+	}
+	tr := &Trace{Name: "cycle", Keys: keys, Distinct: 3}
+	rs, err := Run(tr, Options{Policies: []string{"lru", NameBelady}, Capacities: []int{2, 3}, Fractions: []float64{0.01}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"lru@1": 0, "belady@1": 9, "lru@2": 0, "belady@2": 18, "lru@3": 27, "belady@3": 27}
+	if len(rs) != len(want) {
+		t.Fatalf("got %d results, want %d", len(rs), len(want))
+	}
+	for _, r := range rs {
+		key := r.Policy + "@" + string(rune('0'+r.Capacity))
+		if r.Hits != want[key] || r.Accesses != 30 {
+			t.Errorf("%s: %d hits of %d, want %d of 30", key, r.Hits, r.Accesses, want[key])
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, "locus", rs); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, "belady") || !strings.Contains(out, "90.00%") {
+		t.Errorf("table:\n%s", out)
+	}
+}
+
+func TestPolicyNames(t *testing.T) {
+	names := PolicyNames()
+	for _, want := range []string{"locus", "lru", "arc", "wtinylfu", "belady"} {
+		found := false
+		for _, n := range names {
+			found = found || n == want
+		}
+		if !found {
+			t.Errorf("PolicyNames() = %v, missing %q", names, want)
+		}
+	}
+	for _, n := range names {
+		if n == NameBelady {
+			continue
+		}
+		c, err := NewCache(n, 1, 1)
+		if err != nil {
+			t.Fatalf("NewCache(%q, 1): %v", n, err)
+		}
+		// Capacity 1: the second access to the same key hits in every cache.
+		c.Access(5)
+		if !c.Access(5) {
+			t.Errorf("%s with capacity 1 missed a repeated key", n)
+		}
+	}
+}

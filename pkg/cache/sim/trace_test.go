@@ -1,0 +1,112 @@
+package sim
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func gz(t *testing.T, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	if _, err := w.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func hashed(ks ...uint64) []uint64 {
+	out := make([]uint64, len(ks))
+	for i, k := range ks {
+		out[i] = HashKey(k)
+	}
+	return out
+}
+
+func TestRead(t *testing.T) {
+	tests := []struct {
+		name     string
+		format   Format
+		in       string
+		want     []uint64
+		distinct int
+		err      error
+		errText  string
+	}{
+		{"keys", FormatKeys, "1\n2\n1\n", hashed(1, 2, 1), 2, nil, ""},
+		{"keys without final newline", FormatKeys, "7\n8", hashed(7, 8), 2, nil, ""},
+		{"keys blank lines and spaces", FormatKeys, "\n 5 \r\n\n5\n", hashed(5, 5), 1, nil, ""},
+		{"keys max uint64", FormatKeys, "18446744073709551615\n", hashed(18446744073709551615), 1, nil, ""},
+		{"keys overflow", FormatKeys, "1\n18446744073709551616\n", nil, 0, ErrMalformed, "x:2:"},
+		{"keys not a number", FormatKeys, "1\n2\nabc\n", nil, 0, ErrMalformed, "x:3:"},
+		{"keys negative", FormatKeys, "-4\n", nil, 0, ErrMalformed, "x:1:"},
+		{"keys two fields", FormatKeys, "4 5\n", nil, 0, ErrMalformed, "x:1:"},
+		{"lirs with end marker", FormatLIRS, "3\n4\n3\n*\n", hashed(3, 4, 3), 2, nil, ""},
+		{"lirs trailing star on a line", FormatLIRS, "3\n4*\n\n", hashed(3, 4), 2, nil, ""},
+		{"lirs junk", FormatLIRS, "3\nx4\n", nil, 0, ErrMalformed, "x:2:"},
+		{"arc expands runs", FormatARC, "10 3 0 1\n5 1 0 2\n", hashed(10, 11, 12, 5), 4, nil, ""},
+		{"arc three fields", FormatARC, "10 3 0\n", nil, 0, ErrMalformed, "x:1: malformed trace line: want 4 fields"},
+		{"arc zero blocks", FormatARC, "10 0 0 1\n", nil, 0, ErrMalformed, "num_blocks 0"},
+		{"arc bad request number", FormatARC, "10 1 0 q\n", nil, 0, ErrMalformed, "x:1:"},
+		{"arc overflow", FormatARC, "18446744073709551615 2 0 1\n", nil, 0, ErrMalformed, "overflows"},
+		{"empty", FormatKeys, "", nil, 0, ErrEmpty, ""},
+		{"only blank lines", FormatLIRS, "\n\n*\n", nil, 0, ErrEmpty, ""},
+		{"unknown format", Format("csv"), "1\n", nil, 0, ErrFormat, ""},
+	}
+	for _, tc := range tests {
+		for _, compressed := range []bool{false, true} {
+			in := []byte(tc.in)
+			if compressed {
+				in = gz(t, tc.in)
+			}
+			got, err := Read(bytes.NewReader(in), tc.format, "x")
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) || !strings.Contains(err.Error(), tc.errText) {
+					t.Errorf("%s (gzip %v): got error %v, want %v containing %q", tc.name, compressed, err, tc.err, tc.errText)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s (gzip %v): %v", tc.name, compressed, err)
+				continue
+			}
+			if !slices.Equal(got.Keys, tc.want) || got.Distinct != tc.distinct {
+				t.Errorf("%s (gzip %v): got %d keys, %d distinct; want %d, %d", tc.name, compressed, len(got.Keys), got.Distinct, len(tc.want), tc.distinct)
+			}
+		}
+	}
+}
+
+func TestReadFileErrors(t *testing.T) {
+	if _, err := ReadFile(filepath.Join(t.TempDir(), "missing.gz"), FormatKeys); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: got %v, want os.ErrNotExist", err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.gz")
+	// gzip magic, then garbage: detected as gzip, fails to decompress.
+	if err := os.WriteFile(bad, []byte{0x1f, 0x8b, 1, 2, 3}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(bad, FormatKeys); err == nil {
+		t.Error("corrupt gzip: got nil error")
+	}
+}
+
+func TestReadSharedTrace(t *testing.T) {
+	tr, err := ReadFile(filepath.Join("testdata", "traces", "lirs-loop.keys.gz"), FormatKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// README: lirs traces have 6k-505k accesses and 1k-10k distinct keys.
+	if tr.Name != "lirs-loop.keys.gz" || len(tr.Keys) < 6000 || tr.Distinct < 1000 || tr.Distinct > 10000 {
+		t.Errorf("lirs-loop: name %q, %d accesses, %d distinct", tr.Name, len(tr.Keys), tr.Distinct)
+	}
+}
