@@ -10,10 +10,11 @@ import (
 // default.
 type Config struct {
 	// SampleBudget is the most keys the estimator tracks at once (the sample
-	// set of fixed-size SHARDS). Memory is about 40 bytes per key plus a
-	// fixed 10 KiB histogram. Default 8192: enough for errors of a few
-	// hundredths of hit ratio on the traces tested (see doc.go); more keys
-	// lower the variance on caches with more distinct pages.
+	// set of fixed-size SHARDS). Memory is about 70 bytes per key plus a
+	// fixed 10 KiB histogram. Default 8192 (about 0.6 MiB): a mean absolute
+	// error of 0.001 in hit ratio on the shared traces, 0.015 with 1024 keys
+	// (see doc.go); more keys lower the variance on caches with more
+	// distinct pages.
 	SampleBudget int
 	// InitialRate is the sampling rate before the budget fills, in (0, 1].
 	// Default 1: every key is sampled until the sample set is full, then the
