@@ -40,8 +40,8 @@ type Config struct {
 	// The share of keys a node owns varies around its fair share with a
 	// coefficient of variation of about 0.41/sqrt(VNodes) (see the package
 	// documentation), and so does the fraction of keys that moves when a
-	// node joins; memory and build time grow linearly with it (about 10
-	// bytes per point).
+	// node joins; memory and build time grow linearly with it (8 bytes per
+	// point, plus a prefix index of at most 256 KiB).
 	VNodes int
 
 	// Hash maps a key, and a virtual node's name "ID#j", to 64 bits. A
@@ -61,8 +61,8 @@ const (
 	// share near 0.9% (coefficient of variation), so a node that joins
 	// takes within a few percent of its fair 1/(N+1) of the keys and, at
 	// 100 nodes, the busiest node holds well under 10% over the mean. It
-	// costs about 20 KiB per weight-1 node (about 20 MB and 0.1 s to build
-	// at 1,000 nodes).
+	// costs 16 KiB per weight-1 node: 16.7 MB at 1,000 nodes, built in
+	// about 0.15 s on the 2-core development machine.
 	DefaultVNodes = 2048
 
 	// MaxNodes is the largest member count.
