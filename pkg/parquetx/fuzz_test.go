@@ -32,8 +32,12 @@ func frame(meta []byte, bodyLen int) []byte {
 }
 
 // FuzzFooterMetadata fuzzes the Thrift footer itself (the part arrow-go
-// parses) inside a well-framed file, seeded with real footers. Run longer
-// with: go test ./pkg/parquetx -run XXX -fuzz FuzzFooterMetadata -fuzztime 2m
+// parses) inside a well-framed file, seeded with real footers. Run with
+//
+//	go test ./pkg/parquetx -run XXX -fuzz FuzzFooterMetadata -fuzztime 2m -fuzzminimizetime 100x
+//
+// (the default minimization budget of 60s per new input, with inputs of a
+// few KB through arrow-go, leaves the fuzzer minimizing most of the time).
 func FuzzFooterMetadata(f *testing.F) {
 	for _, o := range fileVariants {
 		data, _ := writeParquet(f, o)
