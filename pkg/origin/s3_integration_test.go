@@ -306,3 +306,41 @@ func TestS3IntegrationParallelRangeReads(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestS3IntegrationOddObjects: an empty object, and keys that need
+// escaping on the wire, which S3 URIs carry literally.
+func TestS3IntegrationOddObjects(t *testing.T) {
+	g := origintest.StartVersityGW(t)
+	store := g.Store(t)
+	ctx := context.Background()
+
+	g.Put(t, "empty", nil)
+	info, err := store.Stat(ctx, g.URI("empty"))
+	if err != nil || info.Size != 0 {
+		t.Fatalf("Stat(empty) = (%+v, %v)", info, err)
+	}
+	if n, err := store.ReadAt(ctx, info.URI, info.Version, make([]byte, 10), 0); n != 0 || err != io.EOF {
+		t.Fatalf("ReadAt(empty) = (%d, %v), want (0, EOF)", n, err)
+	}
+
+	for _, key := range []string{"dir with space/a+b=c.parquet", "ünï/cødé %41.bin", "a/b?c#d"} {
+		data := randomBytes(uint64(len(key)), 1000)
+		g.Put(t, key, data)
+		info, err := store.Stat(ctx, g.URI(key))
+		if err != nil {
+			t.Fatalf("Stat(%q) = %v", key, err)
+		}
+		p := make([]byte, 100)
+		if _, err := store.ReadAt(ctx, info.URI, info.Version, p, 900); err != nil || !bytes.Equal(p, data[900:]) {
+			t.Fatalf("ReadAt(%q) = %v, bytes equal %v", key, err, bytes.Equal(p, data[900:]))
+		}
+		found := false
+		_ = store.List(ctx, g.URI(key[:3]), func(i origin.Info) error {
+			found = found || i.URI == info.URI
+			return nil
+		})
+		if !found {
+			t.Errorf("List did not return %q", info.URI)
+		}
+	}
+}
