@@ -72,7 +72,8 @@ type S3Config struct {
 
 	// HTTPClient, if set, replaces the tuned HTTP client built from the
 	// fields above (ResponseHeaderTimeout and MaxIdleConnsPerHost are then
-	// ignored).
+	// ignored). With AWS_CA_BUNDLE set, the SDK can only install the bundle
+	// into an *awshttp.BuildableClient and refuses other clients.
 	HTTPClient aws.HTTPClient
 	// Observe, if set, is called after every HTTP attempt (retries
 	// included), e.g. to count locus_origin_requests_total{status}. It runs
