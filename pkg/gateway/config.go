@@ -1,0 +1,120 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/locuscache/locus/pkg/origin"
+	"github.com/locuscache/locus/pkg/readpath"
+)
+
+// ErrInvalidConfig is returned by New for a Config that cannot work.
+var ErrInvalidConfig = errors.New("gateway: invalid config")
+
+// Backend is what the gateway reads through: a cache node (*node.Node
+// implements it), or StoreBackend for an origin without a cache.
+//
+// Implementations must be safe for concurrent use: the gateway calls them
+// from one goroutine per HTTP request.
+type Backend interface {
+	// Stat returns the object's size, version (for S3 the ETag, quoted as
+	// S3 returns it) and modification time. Errors wrap origin.ErrNotFound
+	// for a missing bucket or key.
+	Stat(ctx context.Context, uri string) (origin.Info, error)
+	// Read streams bytes [off, off+length) of version req.ExpectedVersion
+	// of the object (empty = current) through the cluster cache, calling
+	// emit with consecutive pieces in offset order; a slice passed to emit
+	// is valid only during the call, and an error from emit ends the read
+	// with that error. It returns the read's summary, or an error wrapping
+	// origin.ErrNotFound, origin.ErrVersionChanged, cache.ErrInvalidRange /
+	// cache.ErrOutOfRange, or a context error.
+	Read(ctx context.Context, req readpath.Request, emit func(p []byte) error) (readpath.Summary, error)
+}
+
+// Lister is the optional listing side of a Backend. When the Backend also
+// implements it (or Config.Lister is set), the gateway answers
+// ListObjectsV2, ListObjects (v1) and HeadBucket from it, which some clients
+// (rclone) issue before reading one object; without it those calls answer
+// 501 NotImplemented. origin.Store's List has exactly this signature, so a
+// node can pass its origin's List through.
+type Lister interface {
+	// List calls fn, one call at a time, for every object whose URI
+	// starts with prefix; see origin.Store.List. A missing bucket is an
+	// error wrapping origin.ErrBucketNotFound.
+	List(ctx context.Context, prefix string, fn func(origin.Info) error) error
+}
+
+// Config configures a Gateway. The zero value of every field but Backend
+// is usable.
+type Config struct {
+	// Backend serves Stat and Read. Required.
+	Backend Backend
+
+	// Lister serves bucket listings. Default: Backend, if it implements
+	// Lister; otherwise listings answer 501 NotImplemented.
+	Lister Lister
+
+	// Buckets maps a bucket name, as clients address it, to the URI
+	// prefix its keys are appended to: {"lake": "s3://prod-lake/tables/"}
+	// serves /lake/a/b.parquet from s3://prod-lake/tables/a/b.parquet, and
+	// {"local": "file:///data/lake/"} serves files (FileStore's root rules
+	// still apply: a key with ".." is refused with 403). When Buckets is
+	// empty (the default), every bucket maps to itself:
+	// /{bucket}/{key} → s3://{bucket}/{key}. When it is not, any other
+	// bucket answers 404 NoSuchBucket. Each prefix must end in "/".
+	Buckets map[string]string
+
+	// Region is returned by GetBucketLocation (GET /{bucket}?location).
+	// Default "" (S3's spelling of us-east-1).
+	Region string
+
+	// LenientRange makes a malformed Range header be ignored (the whole
+	// object is served with 200), which is what AWS S3 does. By default a
+	// malformed Range is refused with 400 InvalidArgument, because a
+	// client that sends "bytes=9-5" has a bug that serving it a whole,
+	// possibly huge, object would hide.
+	LenientRange bool
+
+	// MaxVersionRetries is how many times a GET starts over (Stat, then
+	// Read) when the object changes between its Stat and the first byte
+	// of its Read (origin.ErrVersionChanged before the headers are sent).
+	// After the headers, a change aborts the response instead. Default 2;
+	// a negative value means no retry.
+	MaxVersionRetries int
+
+	// Logger receives one line per failed request (server-side failures at
+	// Warn, client errors at Debug). Default: discard.
+	Logger *slog.Logger
+}
+
+func (c *Config) validate() error {
+	if c.Backend == nil {
+		return fmt.Errorf("%w: Backend is required", ErrInvalidConfig)
+	}
+	if c.Lister == nil {
+		if l, ok := c.Backend.(Lister); ok {
+			c.Lister = l
+		}
+	}
+	for b, p := range c.Buckets {
+		if b == "" || strings.ContainsAny(b, "/?#") {
+			return fmt.Errorf("%w: bucket name %q in Buckets", ErrInvalidConfig, b)
+		}
+		if !strings.HasSuffix(p, "/") || !strings.Contains(p, "://") {
+			return fmt.Errorf("%w: Buckets[%q] = %q: want a URI prefix ending in \"/\", such as s3://bucket/ or file:///data/", ErrInvalidConfig, b, p)
+		}
+	}
+	switch {
+	case c.MaxVersionRetries == 0:
+		c.MaxVersionRetries = 2
+	case c.MaxVersionRetries < 0:
+		c.MaxVersionRetries = 0
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}

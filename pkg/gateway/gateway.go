@@ -1,0 +1,310 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/locuscache/locus/pkg/cache"
+	"github.com/locuscache/locus/pkg/origin"
+	"github.com/locuscache/locus/pkg/readpath"
+)
+
+// Gateway is an http.Handler serving the read side of the S3 REST API
+// (path-style) from a Backend. Create it with New; it is safe for
+// concurrent use.
+type Gateway struct {
+	cfg       Config
+	reqPrefix uint32        // random per Gateway, so request ids differ across restarts
+	reqSeq    atomic.Uint64 // request counter, the rest of the request id
+}
+
+// New returns a Gateway for cfg, or an error wrapping ErrInvalidConfig.
+func New(cfg Config) (*Gateway, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Buckets = maps.Clone(cfg.Buckets)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return &Gateway{cfg: cfg, reqPrefix: binary.BigEndian.Uint32(b[:])}, nil
+}
+
+// objectSubresources are query parameters that name another API than
+// GetObject/HeadObject on an object; the gateway does not serve them.
+var objectSubresources = []string{"acl", "tagging", "torrent", "legal-hold", "retention",
+	"attributes", "uploadId", "uploads", "restore", "select", "object-lock"}
+
+// bucketSubresources are query parameters that name another API than
+// ListObjects on a bucket.
+var bucketSubresources = []string{"acl", "cors", "lifecycle", "policy", "policyStatus",
+	"versioning", "versions", "uploads", "tagging", "website", "logging",
+	"notification", "replication", "encryption", "object-lock", "accelerate",
+	"requestPayment", "ownershipControls", "publicAccessBlock", "analytics",
+	"inventory", "metrics", "intelligent-tiering", "delete"}
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rid := fmt.Sprintf("%08X%08X", g.reqPrefix, uint32(g.reqSeq.Add(1)))
+	h := w.Header()
+	h.Set("x-amz-request-id", rid)
+	h.Set("Server", "Locus")
+
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		g.fail(w, r, rid, errMethodNotAllowed(r.Method), nil)
+		return
+	}
+	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	q := r.URL.Query()
+	switch {
+	case bucket == "":
+		g.listBuckets(w, r, rid)
+	case key == "":
+		if name, ok := hasAny(q, bucketSubresources); ok {
+			g.fail(w, r, rid, errNotImplemented("The Locus gateway does not serve the ?"+name+" bucket API; it serves GetObject, HeadObject, ListObjects(V2), HeadBucket and GetBucketLocation."), nil)
+			return
+		}
+		g.bucket(w, r, rid, bucket, q)
+	default:
+		if name, ok := hasAny(q, objectSubresources); ok {
+			g.fail(w, r, rid, errNotImplemented("The Locus gateway does not serve the ?"+name+" object API; it serves GetObject and HeadObject."), nil)
+			return
+		}
+		if v := q.Get("versionId"); v != "" && v != "null" {
+			g.fail(w, r, rid, errNotImplemented("The Locus gateway serves the current version of an object only; versionId is not supported."), nil)
+			return
+		}
+		g.object(w, r, rid, bucket, key, q)
+	}
+}
+
+func hasAny(q url.Values, names []string) (string, bool) {
+	for _, n := range names {
+		if _, ok := q[n]; ok {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// prefixFor returns the URI prefix of bucket's keys, or ok=false for a
+// bucket this gateway does not serve.
+func (g *Gateway) prefixFor(bucket string) (string, bool) {
+	if len(g.cfg.Buckets) == 0 {
+		return "s3://" + bucket + "/", true
+	}
+	p, ok := g.cfg.Buckets[bucket]
+	return p, ok
+}
+
+// fail writes e and logs the request: server-side failures at Warn, client
+// errors at Debug.
+func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rid string, e s3Error, cause error) {
+	level := slog.LevelDebug
+	if e.Status >= 500 {
+		level = slog.LevelWarn
+	}
+	g.cfg.Logger.Log(r.Context(), level, "gateway request failed",
+		"method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code,
+		"request_id", rid, "err", cause)
+	e.write(w, r, rid)
+}
+
+// object serves GetObject and HeadObject.
+func (g *Gateway) object(w http.ResponseWriter, r *http.Request, rid, bucket, key string, q url.Values) {
+	prefix, ok := g.prefixFor(bucket)
+	if !ok {
+		g.fail(w, r, rid, errNoSuchBucket(bucket), nil)
+		return
+	}
+	uri := objectURI(prefix, key)
+	ctx := r.Context()
+	for attempt := 0; ; attempt++ {
+		retry := g.serveObjectOnce(ctx, w, r, rid, bucket, key, uri, q, attempt < g.cfg.MaxVersionRetries)
+		if !retry {
+			return
+		}
+	}
+}
+
+// serveObjectOnce does one Stat and one Read. It returns true when the
+// object changed before any byte was sent and the caller may start over.
+func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r *http.Request,
+	rid, bucket, key, uri string, q url.Values, mayRetry bool) (retry bool) {
+	info, err := g.cfg.Backend.Stat(ctx, uri)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false // the client went away
+		}
+		g.fail(w, r, rid, g.notFoundDetail(ctx, r, errorFor(err, bucket, key), bucket), err)
+		return false
+	}
+	etag := quoteETag(info.Version)
+	h := w.Header()
+	h.Set("ETag", etag)
+	if !info.ModTime.IsZero() {
+		h.Set("Last-Modified", info.ModTime.UTC().Format(http.TimeFormat))
+	}
+	h.Set("Accept-Ranges", "bytes")
+	setContentHeaders(h, q)
+
+	switch precondition(r.Header, etag, info.ModTime) {
+	case http.StatusNotModified:
+		h.Del("Content-Type")
+		w.WriteHeader(http.StatusNotModified)
+		return false
+	case http.StatusPreconditionFailed:
+		g.fail(w, r, rid, errPreconditionFailed(conditionName(r.Header)), nil)
+		return false
+	}
+
+	size := info.Size
+	rng, partial := ByteRange{Start: 0, Length: size}, false
+	if pn := q.Get("partNumber"); pn != "" {
+		// Objects here are served as one part: part 1 is the whole object.
+		if n, err := strconv.Atoi(pn); err != nil || n < 1 {
+			g.fail(w, r, rid, errInvalidArgument("Part number must be an integer between 1 and 10000, inclusive"), nil)
+			return false
+		} else if n != 1 {
+			g.fail(w, r, rid, s3Error{Status: http.StatusRequestedRangeNotSatisfiable, Code: "InvalidPartNumber", Message: "The requested partnumber is not satisfiable"}, nil)
+			return false
+		}
+		if r.Header.Get("Range") != "" {
+			g.fail(w, r, rid, errInvalidArgument("Cannot specify both Range header and partNumber query parameter"), nil)
+			return false
+		}
+		h.Set("x-amz-mp-parts-count", "1")
+	} else if rh := r.Header.Get("Range"); rh != "" && rangeApplies(r.Header, etag, info.ModTime) {
+		br, ok, err := ParseRange(rh, size)
+		switch {
+		case errors.Is(err, ErrUnsatisfiableRange):
+			h.Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
+			e := errInvalidRange(rh, size)
+			g.fail(w, r, rid, e, err)
+			return false
+		case errors.Is(err, ErrMalformedRange) && !g.cfg.LenientRange:
+			g.fail(w, r, rid, errInvalidArgument("The Range header "+strconv.Quote(rh)+" is malformed: want one range such as bytes=0-1023, bytes=1024- or bytes=-512"), err)
+			return false
+		case ok:
+			rng, partial = br, true
+		}
+	}
+
+	status := http.StatusOK
+	if partial {
+		status = http.StatusPartialContent
+		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", rng.Start, rng.End()-1, size))
+	}
+	h.Set("Content-Length", strconv.FormatInt(rng.Length, 10))
+	if r.Method == http.MethodHead || rng.Length == 0 {
+		w.WriteHeader(status)
+		return false
+	}
+
+	var sent bool     // headers written
+	var written int64 // body bytes written
+	sum, err := g.cfg.Backend.Read(ctx, readpath.Request{
+		URI: uri, Offset: rng.Start, Length: rng.Length, ExpectedVersion: info.Version,
+	}, func(p []byte) error {
+		if written+int64(len(p)) > rng.Length {
+			return errTooManyBytes
+		}
+		if !sent {
+			sent = true
+			w.WriteHeader(status)
+		}
+		n, err := w.Write(p)
+		written += int64(n)
+		return err
+	})
+	if err == nil && written != rng.Length {
+		err = fmt.Errorf("%w: backend returned %d bytes of %d", errShortBody, written, rng.Length)
+	}
+	if err != nil {
+		if sent {
+			// Headers (and some bytes) are out: the only honest signal left
+			// is a broken connection, so the client sees a short body
+			// rather than wrong bytes.
+			if ctx.Err() == nil {
+				g.cfg.Logger.Warn("gateway aborting response mid-body",
+					"path", r.URL.Path, "request_id", rid, "written", written, "want", rng.Length, "err", err)
+			}
+			panic(http.ErrAbortHandler)
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if mayRetry && (errors.Is(err, origin.ErrVersionChanged) || errors.Is(err, cache.ErrVersionChanged)) {
+			for _, k := range []string{"Content-Range", "x-amz-mp-parts-count"} {
+				h.Del(k)
+			}
+			return true
+		}
+		g.fail(w, r, rid, errorFor(err, bucket, key), err)
+		return false
+	}
+	g.cfg.Logger.Debug("gateway read", "path", r.URL.Path, "request_id", rid, "bytes", sum.Bytes,
+		"local", sum.LocalHitBytes, "peer", sum.PeerHitBytes, "origin", sum.OriginBytes, "node", sum.NodeID)
+	return false
+}
+
+var (
+	errTooManyBytes = errors.New("gateway: backend emitted more bytes than requested")
+	errShortBody    = errors.New("gateway: backend returned fewer bytes than requested")
+)
+
+// notFoundDetail turns a NoSuchKey into NoSuchBucket when the bucket itself
+// is missing. A HEAD of a missing bucket and of a missing key look the same
+// to S3 clients (404, no body), and S3's HeadObject cannot tell them apart,
+// so the gateway asks the Lister, for GETs only.
+func (g *Gateway) notFoundDetail(ctx context.Context, r *http.Request, e s3Error, bucket string) s3Error {
+	if e.Code != "NoSuchKey" || r.Method != http.MethodGet || g.cfg.Lister == nil {
+		return e
+	}
+	prefix, _ := g.prefixFor(bucket)
+	if !strings.HasPrefix(prefix, "s3://") || strings.Count(prefix, "/") != 3 {
+		return e // a bucket mapped onto a key prefix or a directory always "exists"
+	}
+	err := g.cfg.Lister.List(ctx, prefix, func(origin.Info) error { return errStopListing })
+	if errors.Is(err, origin.ErrBucketNotFound) {
+		return errNoSuchBucket(bucket)
+	}
+	return e
+}
+
+var errStopListing = errors.New("gateway: stop listing")
+
+func conditionName(h http.Header) string {
+	if h.Get("If-Match") != "" {
+		return "If-Match"
+	}
+	return "If-Unmodified-Since"
+}
+
+// setContentHeaders sets Content-Type (S3 stores one per object; the origin
+// interface has none, so it is application/octet-stream) and applies the
+// response-* query overrides S3 honours on GetObject.
+func setContentHeaders(h http.Header, q url.Values) {
+	h.Set("Content-Type", "application/octet-stream")
+	for param, header := range map[string]string{
+		"response-content-type":        "Content-Type",
+		"response-content-disposition": "Content-Disposition",
+		"response-content-encoding":    "Content-Encoding",
+		"response-content-language":    "Content-Language",
+		"response-cache-control":       "Cache-Control",
+		"response-expires":             "Expires",
+	} {
+		if v := q.Get(param); v != "" {
+			h.Set(header, v)
+		}
+	}
+}
