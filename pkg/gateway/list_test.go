@@ -63,11 +63,11 @@ func TestListObjects(t *testing.T) {
 	}
 
 	for target, code := range map[string]string{
-		"/bkt?list-type=2&max-keys=-1":             "InvalidArgument",
-		"/bkt?list-type=2&encoding-type=base64":    "InvalidArgument",
+		"/bkt?list-type=2&max-keys=-1":            "InvalidArgument",
+		"/bkt?list-type=2&encoding-type=base64":   "InvalidArgument",
 		"/bkt?list-type=2&continuation-token=!!!": "InvalidArgument",
-		"/bkt?versioning":                          "NotImplemented",
-		"/nobucket?list-type=2":                    "NoSuchBucket",
+		"/bkt?versioning":                         "NotImplemented",
+		"/nobucket?list-type=2":                   "NoSuchBucket",
 	} {
 		w := f.do("GET", target)
 		if w.Code < 400 || parseError(t, w.Body.Bytes()).Code != code {
