@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // The benchmarks compare the ring with the groupcache-style baseline
@@ -48,8 +50,8 @@ func weightOne(ids []string, racks int) []Node {
 }
 
 var (
-	benchSink  string
-	benchNodes []Node
+	benchSink string
+	benchHash uint64
 )
 
 // BenchmarkOwner: one owner lookup. "hot" cycles over 4,096 keys, so keys
@@ -63,6 +65,15 @@ func BenchmarkOwner(b *testing.B) {
 		keys []string
 	}{{"hot", benchKeys(1 << 12)}, {"cold", millionKeys()[:1<<19]}} {
 		keys := set.keys
+		// The key's hash alone: the floor under any lookup, and a gauge
+		// of how loaded the machine is.
+		b.Run(set.name+"/xxhash-only", func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				benchHash += xxhash.Sum64String(keys[i&(len(keys)-1)])
+				i++
+			}
+		})
 		for _, n := range []int{10, 100, 1000} {
 			ids := nodeIDs(n)
 			r, err := New(weightOne(ids, 0), Config{})
