@@ -1,0 +1,112 @@
+// Package node is the Locus cache node as a library: it wires a page cache
+// (pkg/cache), a seat in the cluster gossip (pkg/membership, whose views
+// carry the ring), an origin store (pkg/origin), a gRPC CacheService
+// (proto/cache/v1) and an HTTP listener (/metrics, /healthz, /readyz and the
+// S3 gateway). cmd/cachenode is a thin main around it; package nodetest
+// starts real nodes for tests.
+//
+// # Reading
+//
+// Read (gRPC ReadRange, the gateway's GETs, Stat's footer reads) follows
+// DESIGN.md "Reading":
+//
+//  1. Stat the object through a StatCache (Config.StatTTL, default 5s): its
+//     size and version. A request with ExpectedVersion that the stat cache
+//     contradicts asks the origin once more before failing.
+//  2. Split [off, end) by block (Config.BlockSize). For block i the
+//     preference list is ring.Owners(BlockKey(uri, i), Config.Replication).
+//     If this node is in it, or the request is a peer read (Peer: never
+//     forwarded again), the pages come from the local cache, which fills
+//     from the origin on a miss. Otherwise the node reads the block through
+//     the first reachable node of the list with ReadRange{Peer: true,
+//     ExpectedVersion: version}. Consecutive blocks served the same way make
+//     one cache read or one peer stream.
+//  3. If no owner answers (dial failure, UNAVAILABLE, a peer silent for
+//     Config.PeerIdleTimeout, a broken stream), the rest of the block comes
+//     straight from the origin, uncached here (the pages are not ours),
+//     counted as owner_unavailable misses. A peer that fails mid-stream is
+//     left at the byte it reached. A peer that failed is skipped for
+//     Config.PeerBackoff, so a dead owner costs one failure, not one per
+//     block, until the gossip declares it dead.
+//
+// Every piece of one read comes from one version of the object: local
+// pages are keyed by version, peers are asked for that version, and origin
+// reads carry it (S3 If-Match), so a change shows up as a version-changed
+// error, never as bytes of another version. When that happens before the
+// first byte reached the caller, the read drops its stat entry and starts
+// over once with the new version; after it, the read fails
+// (FAILED_PRECONDITION) and the caller starts over. A read whose stat entry
+// is still fresh and whose pages are all cached is served from the old
+// version, consistently, until the entry expires.
+//
+// # How bytes are counted
+//
+// The Summary of a read splits its bytes into local hits (this node's
+// cache), peer hits (the owner's cache: the owner's local hits) and origin
+// bytes (the owner's misses, or this node's, or owner-unavailable reads),
+// with miss causes. When a peer stream breaks mid-way, the bytes it had
+// delivered count as peer hits.
+//
+// Metrics (prefix locus_, private registry, plus Go and process
+// collectors):
+//
+//	locus_cache_hits_total                      pages served by this node's cache (own reads and peer reads)
+//	locus_cache_misses_total{cause}             pages missed: cold, capacity, invalidated, corrupt (this cache), owner_unavailable (this node's readers)
+//	locus_cache_bytes_read_total{source}        bytes returned to this node's readers (not peers) by source: local, peer, origin
+//	locus_peer_served_bytes_total{source}       bytes served to other nodes' peer reads: local, origin
+//	locus_cache_used_bytes, _capacity_bytes     page data cached, and the capacity
+//	locus_cache_evictions_total                 pages evicted for space
+//	locus_read_duration_seconds{kind}           histogram of reads: client, peer
+//	locus_reads_total{kind,code}                reads by gRPC code
+//	locus_origin_requests_total{op,status}      origin calls (stat, read, list) by outcome
+//	locus_origin_http_attempts_total{method,code} S3 HTTP attempts (ObserveOriginAttempt)
+//	locus_peer_reads_total{result}              forwarded reads by outcome
+//	locus_cache_estimated_hit_ratio{size_factor} SHARDS estimate at other sizes (Config.CacheSizer)
+//
+// and gauges for the node's state (locus_node_ready, locus_node_draining,
+// locus_inflight_reads, locus_node_info) and the stat and footer caches.
+//
+// # Serving
+//
+// The gRPC server registers the CacheService, the standard health service
+// (SERVING once Start joined, NOT_SERVING while draining; for "" and
+// ServiceName) and reflection. Flow-control windows are 16 MiB per stream
+// and per connection on both sides, so a 1 MiB-chunk stream does not stall
+// on window updates. ReadRange sends chunks of at most MaxChunkSize (1 MiB)
+// encoded straight from the cache's pinned pages; memory per stream is
+// bounded by the cache's read window and gRPC's flow control, whatever the
+// range's size. Peer connections are pooled, one per address, with
+// keepalives, and closed when the member leaves the view.
+//
+// Parquet: Stat recognises Parquet objects (by extension or magic), reads
+// their footers through the cluster cache and keeps them parsed in a
+// parquetx.FooterCache keyed by (URI, version); it returns row groups and
+// column chunks. Prefetch loads byte ranges or the column chunks of row
+// groups into the owners' caches (a non-owner forwards the owner's part to
+// its Prefetch, marked so it is not forwarded again).
+//
+// # Lifecycle
+//
+//	n, err := node.New(cfg)  // opens (re-indexes) the cache, binds the listeners and the gossip port
+//	err = n.Start(ctx)       // serves, joins Config.Join, becomes ready
+//	...
+//	err = n.Stop(ctx)        // Drain, Leave, stop the servers, close the cache (warm on restart)
+//
+// Drain sets the membership state to draining (schedulers stop placing
+// tasks; the node keeps its ring ownership so peers still read through it),
+// makes /readyz answer 503 and health NOT_SERVING, and waits up to
+// Config.DrainTimeout for the reads in flight. Abort imitates a crash.
+//
+// # Security
+//
+// With Config.TLSCertFile and TLSKeyFile both listeners speak TLS; with
+// TLSCAFile as well they require client certificates signed by that CA
+// (mTLS), and peers are dialed with that CA as the root and this node's
+// certificate as the client certificate. Listeners default to 127.0.0.1.
+//
+// # Threading
+//
+// All exported methods are safe for concurrent use. Read calls emit on the
+// calling goroutine, in offset order; it must not retain the slice. A read
+// in flight holds the node open: Stop's drain waits for it.
+package node

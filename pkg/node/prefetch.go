@@ -1,0 +1,253 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/locuscache/locus/pkg/cache"
+	"github.com/locuscache/locus/pkg/membership"
+	"github.com/locuscache/locus/pkg/origin"
+	"github.com/locuscache/locus/pkg/parquetx"
+	"github.com/locuscache/locus/pkg/readpath"
+	"github.com/locuscache/locus/pkg/ring"
+	cachev1 "github.com/locuscache/locus/proto/cache/v1"
+)
+
+// ErrOwnerUnavailable: a Prefetch could not reach any owner of a block
+// (prefetching caches pages only on their owners, so there is nothing else
+// to do). The gRPC code is UNAVAILABLE.
+var ErrOwnerUnavailable = errors.New("node: no owner of the block is reachable")
+
+// StatParquet is Stat plus, when the object is a Parquet file, its parsed
+// footer (nil otherwise). An object is taken for Parquet when its name ends
+// in .parquet or .parq, or when it starts and ends with the Parquet magic;
+// its footer is read through the cluster cache and kept in the node's
+// footer cache under (URI, version). A footer that does not parse makes the
+// object non-Parquet (logged), not an error.
+func (n *Node) StatParquet(ctx context.Context, uri string) (origin.Info, *parquetx.Footer, error) {
+	info, err := n.Stat(ctx, uri)
+	if err != nil {
+		return info, nil, err
+	}
+	f, err := n.footer(ctx, info)
+	if err != nil {
+		if errors.Is(err, parquetx.ErrNotParquet) || errors.Is(err, parquetx.ErrCorrupt) ||
+			errors.Is(err, parquetx.ErrEncrypted) || errors.Is(err, parquetx.ErrUnsupported) {
+			if !errors.Is(err, parquetx.ErrNotParquet) {
+				n.log.Info("parquet footer unusable", "uri", uri, "version", info.Version, "err", err)
+			}
+			return info, nil, nil
+		}
+		return info, nil, err
+	}
+	return info, f, nil
+}
+
+// footer returns the parsed footer of one object version, or an error
+// wrapping parquetx.ErrNotParquet for an object that is not Parquet.
+func (n *Node) footer(ctx context.Context, info origin.Info) (*parquetx.Footer, error) {
+	k := parquetx.FooterKey{URI: info.URI, Version: info.Version}
+	if f, ok := n.footers.Get(k); ok {
+		return f, nil
+	}
+	r := &readerAt{ctx: ctx, n: n, info: info}
+	if !parquetx.IsParquetName(info.URI) {
+		ok, err := parquetx.Sniff(r, info.Size)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", parquetx.ErrNotParquet, info.URI)
+		}
+	}
+	return n.footers.GetOrLoad(ctx, k, func(ctx context.Context) (*parquetx.Footer, error) {
+		return parquetx.ReadFooter(&readerAt{ctx: ctx, n: n, info: info}, info.Size)
+	})
+}
+
+// readerAt is an io.ReaderAt over one version of an object, reading through
+// the cluster cache.
+type readerAt struct {
+	ctx  context.Context
+	n    *Node
+	info origin.Info
+}
+
+func (r *readerAt) ReadAt(p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if off >= r.info.Size {
+		return 0, io.EOF
+	}
+	k := 0
+	_, err := r.n.Read(r.ctx, readpath.Request{URI: r.info.URI, Offset: off, Length: int64(len(p)), ExpectedVersion: r.info.Version},
+		func(b []byte) error { k += copy(p[k:], b); return nil })
+	if err != nil {
+		return k, err
+	}
+	if k < len(p) {
+		return k, io.EOF
+	}
+	return k, nil
+}
+
+// PrefetchRequest names what to load into the cluster cache: byte ranges,
+// and/or the column chunks of Parquet row groups (restricted to Columns,
+// dotted paths, when set).
+type PrefetchRequest struct {
+	URI       string
+	Ranges    []parquetx.Range
+	RowGroups []int
+	Columns   []string
+}
+
+// PrefetchResult says how many bytes had to be fetched from the origin and
+// how many were already cached, summed over the owners.
+type PrefetchResult struct {
+	FetchedBytes, CachedBytes int64
+}
+
+// Prefetch loads the requested bytes into the caches of the nodes that own
+// them: blocks this node owns into its own cache, the others by asking
+// their owner (its Prefetch, marked as forwarded so it is never forwarded
+// again). It returns once every page is cached, or with the first error.
+// Errors are those of Read, plus parquetx.ErrNoSuchRowGroup /
+// ErrNoSuchColumn, an error wrapping parquetx.ErrNotParquet for row groups
+// of an object that is not Parquet, and ErrOwnerUnavailable.
+func (n *Node) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult, error) {
+	return n.prefetch(ctx, req, false)
+}
+
+func (n *Node) prefetch(ctx context.Context, req PrefetchRequest, forwarded bool) (PrefetchResult, error) {
+	var res PrefetchResult
+	if !n.enter() {
+		return res, ErrStopped
+	}
+	defer n.exit()
+	if err := checkURI(req.URI); err != nil {
+		return res, err
+	}
+	info, err := n.stats.Stat(ctx, req.URI)
+	if err != nil {
+		return res, err
+	}
+	ranges := slices.Clone(req.Ranges)
+	for _, r := range ranges {
+		if err := (readpath.Request{URI: req.URI, Offset: r.Offset, Length: r.Length}).Validate(); err != nil {
+			return res, fmt.Errorf("%w: %w", cache.ErrInvalidRange, err)
+		}
+		if r.Offset > info.Size {
+			return res, fmt.Errorf("%w: offset %d, %s has %d bytes", cache.ErrOutOfRange, r.Offset, req.URI, info.Size)
+		}
+	}
+	if len(req.RowGroups) > 0 {
+		f, err := n.footer(ctx, info)
+		if errors.Is(err, parquetx.ErrNotParquet) {
+			return res, fmt.Errorf("%w: %s", errNotParquet, req.URI)
+		}
+		if err != nil {
+			return res, err
+		}
+		cr, err := parquetx.ChunkRanges(f, req.RowGroups, req.Columns, 0)
+		if err != nil {
+			return res, err
+		}
+		ranges = append(ranges, cr...)
+	}
+	ranges = parquetx.MergeRanges(ranges, 0)
+
+	// Group the pieces by who caches them: this node ("") or an owner.
+	obj := cache.Object{URI: req.URI, Version: info.Version, Size: info.Size}
+	view := n.members.View()
+	bs := n.cfg.BlockSize
+	groups := map[string][]parquetx.Range{}
+	prefs := map[string][]ring.Node{}
+	for _, r := range ranges {
+		end := min(r.End(), info.Size)
+		for off := r.Offset; off < end; {
+			bend := min(end, (off/bs+1)*bs)
+			key := ""
+			if !forwarded && view.Ring != nil {
+				owners := view.Ring.Owners(ring.BlockKey(req.URI, off/bs), n.cfg.Replication)
+				if !slices.ContainsFunc(owners, func(o ring.Node) bool { return o.ID == n.cfg.ID }) {
+					key = owners[0].ID
+					prefs[key] = owners
+				}
+			}
+			groups[key] = append(groups[key], parquetx.Range{Offset: off, Length: bend - off})
+			off = bend
+		}
+	}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for key, rs := range groups {
+		rs := parquetx.MergeRanges(rs, 0)
+		if key == "" {
+			for _, r := range rs {
+				g.Go(func() error {
+					rr, err := n.cache.Prefetch(gctx, obj, r.Offset, r.Length)
+					mu.Lock()
+					res.FetchedBytes += rr.MissBytes
+					res.CachedBytes += rr.HitBytes
+					mu.Unlock()
+					return err
+				})
+			}
+			continue
+		}
+		g.Go(func() error {
+			r, err := n.prefetchRemote(gctx, view, prefs[key], req.URI, rs)
+			mu.Lock()
+			res.FetchedBytes += r.FetchedBytes
+			res.CachedBytes += r.CachedBytes
+			mu.Unlock()
+			return err
+		})
+	}
+	err = g.Wait()
+	if isVersionChanged(err) {
+		n.stats.Invalidate(req.URI)
+		err = errVersionChanged(err)
+	}
+	return res, err
+}
+
+// prefetchRemote asks the first reachable owner to prefetch ranges.
+func (n *Node) prefetchRemote(ctx context.Context, view *membership.View, owners []ring.Node, uri string, rs []parquetx.Range) (PrefetchResult, error) {
+	pr := make([]*cachev1.ByteRange, len(rs))
+	for i, r := range rs {
+		pr[i] = &cachev1.ByteRange{Offset: r.Offset, Length: r.Length}
+	}
+	var last error
+	for _, o := range owners {
+		m, ok := view.Member(o.ID)
+		if !ok || m.GRPCAddr == "" || n.peers.down(m.GRPCAddr) {
+			continue
+		}
+		resp, err := n.peers.prefetch(ctx, m, uri, pr)
+		if err == nil {
+			return PrefetchResult{FetchedBytes: resp.GetFetchedBytes(), CachedBytes: resp.GetCachedBytes()}, nil
+		}
+		if !peerFault(ctx, err) {
+			return PrefetchResult{}, err
+		}
+		last = err
+	}
+	return PrefetchResult{}, fmt.Errorf("%w: %s (owners %v): %v", ErrOwnerUnavailable, uri, ownerIDs(owners), last)
+}
+
+func ownerIDs(owners []ring.Node) []string {
+	ids := make([]string, len(owners))
+	for i, o := range owners {
+		ids[i] = o.ID
+	}
+	return ids
+}

@@ -1,0 +1,121 @@
+package node
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/locuscache/locus/pkg/membership"
+	"github.com/locuscache/locus/pkg/parquetx"
+	"github.com/locuscache/locus/pkg/readpath"
+	cachev1 "github.com/locuscache/locus/proto/cache/v1"
+)
+
+// service implements cachev1.CacheServiceServer over a Node.
+type service struct {
+	cachev1.UnimplementedCacheServiceServer
+	n *Node
+}
+
+// ReadRange streams the range as Chunk messages of at most MaxChunkSize
+// bytes, then the ReadSummary. Chunks are encoded straight from the cache's
+// pages (grpc-go marshals a message before Send returns, so the page needs
+// to stay pinned only for the call).
+func (s *service) ReadRange(req *cachev1.ReadRangeRequest, stream grpc.ServerStreamingServer[cachev1.ReadRangeResponse]) error {
+	pos := req.GetOffset()
+	chunk := &cachev1.Chunk{}
+	msg := &cachev1.ReadRangeResponse{Msg: &cachev1.ReadRangeResponse_Chunk{Chunk: chunk}}
+	emit := func(p []byte) error {
+		for len(p) > 0 {
+			k := min(len(p), MaxChunkSize)
+			chunk.Offset, chunk.Data = pos, p[:k]
+			if err := stream.Send(msg); err != nil {
+				chunk.Data = nil
+				return err
+			}
+			chunk.Data = nil
+			pos += int64(k)
+			p = p[k:]
+		}
+		return nil
+	}
+	sum, err := s.n.Read(stream.Context(), readpath.Request{
+		URI:             req.GetUri(),
+		Offset:          req.GetOffset(),
+		Length:          req.GetLength(),
+		ExpectedVersion: req.GetExpectedVersion(),
+		Peer:            req.GetPeer(),
+	}, emit)
+	if err != nil {
+		return toStatus(err)
+	}
+	return stream.Send(&cachev1.ReadRangeResponse{Msg: &cachev1.ReadRangeResponse_Summary{Summary: sum.ToProto()}})
+}
+
+// Stat answers size, version, modification time and, for Parquet objects,
+// the row groups and their column chunks.
+func (s *service) Stat(ctx context.Context, req *cachev1.StatRequest) (*cachev1.StatResponse, error) {
+	info, f, err := s.n.StatParquet(ctx, req.GetUri())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &cachev1.StatResponse{Uri: info.URI, Size: info.Size, Version: info.Version}
+	if !info.ModTime.IsZero() {
+		resp.LastModifiedUnixNano = info.ModTime.UnixNano()
+	}
+	if f != nil {
+		resp.Parquet = true
+		resp.NumRows = f.NumRows
+		for _, rg := range f.RowGroups {
+			m := &cachev1.RowGroup{Index: int32(rg.Index), Offset: rg.Offset, Length: rg.Length, NumRows: rg.NumRows}
+			for _, c := range rg.Columns {
+				m.Columns = append(m.Columns, &cachev1.ColumnChunk{Path: c.Path, Offset: c.Offset, Length: c.Length})
+			}
+			resp.RowGroups = append(resp.RowGroups, m)
+		}
+	}
+	return resp, nil
+}
+
+// Prefetch loads byte ranges and row-group column chunks into their
+// owners' caches.
+func (s *service) Prefetch(ctx context.Context, req *cachev1.PrefetchRequest) (*cachev1.PrefetchResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	forwarded := len(md.Get(peerHeader)) > 0
+	p := PrefetchRequest{URI: req.GetUri(), Columns: req.GetColumns()}
+	for _, r := range req.GetRanges() {
+		p.Ranges = append(p.Ranges, parquetx.Range{Offset: r.GetOffset(), Length: r.GetLength()})
+	}
+	for _, g := range req.GetRowGroups() {
+		p.RowGroups = append(p.RowGroups, int(g))
+	}
+	if len(p.Ranges) == 0 && len(p.RowGroups) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "prefetch: no ranges and no row groups")
+	}
+	res, err := s.n.prefetch(ctx, p, forwarded)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &cachev1.PrefetchResponse{FetchedBytes: res.FetchedBytes, CachedBytes: res.CachedBytes}, nil
+}
+
+// Ping reports the node's identity, state and ring epoch.
+func (s *service) Ping(ctx context.Context, _ *cachev1.PingRequest) (*cachev1.PingResponse, error) {
+	v := s.n.members.View()
+	state := membership.StateAlive
+	if s.n.Draining() {
+		state = membership.StateDraining
+	}
+	return &cachev1.PingResponse{
+		NodeId:          s.n.cfg.ID,
+		Rack:            s.n.cfg.Rack,
+		State:           string(state),
+		RingEpoch:       v.Epoch,
+		ProtocolVersion: membership.ProtocolVersion,
+		BlockSize:       s.n.cfg.BlockSize,
+		PageSize:        int64(s.n.cfg.PageSize),
+	}, nil
+}
