@@ -48,8 +48,13 @@ func (f *fakeMembers) SetState(_ context.Context, s membership.State) error {
 	f.mu.Unlock()
 	return nil
 }
-func (f *fakeMembers) Leave(context.Context) error { f.mu.Lock(); f.left = true; f.mu.Unlock(); return nil }
-func (f *fakeMembers) Shutdown() error             { return nil }
+func (f *fakeMembers) Leave(context.Context) error {
+	f.mu.Lock()
+	f.left = true
+	f.mu.Unlock()
+	return nil
+}
+func (f *fakeMembers) Shutdown() error { return nil }
 
 func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("LOCUS_NODE_DEBUG") == "1" {
