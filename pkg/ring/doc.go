@@ -31,9 +31,12 @@
 // and the owner is its first node.
 //
 // A lookup is a hash plus, for each probe, a short search: a prefix index
-// (a table indexed by the top bits of the position, about one entry per
-// three points) gives the few points that can hold the answer, so Owner is a
-// hash and two or three cache-line reads, and it does not allocate.
+// (a table indexed by the top bits of the position, one entry per 16 to 32
+// points and at most 256 KiB, so it stays in the CPU cache) gives the bucket
+// of points that can hold the answer, and a guess interpolated inside the
+// bucket usually lands on the right cache line. So Owner is a hash and, per
+// probe, an index read and one or two cache lines of points; it does not
+// allocate.
 //
 // # Why two probes, looking both ways
 //
