@@ -1,0 +1,70 @@
+// Package client is the Go client an executor uses to read through Locus.
+//
+// A task placed on cache node N reads its split from N:
+//
+//	c, _ := client.New(client.Config{Origin: s3store}) // Origin: optional fallback
+//	defer c.Close()
+//	sum, err := c.ReadSplit(ctx, placement.Address, client.Split{URI: uri, Offset: off, Length: n}, w)
+//	// report sum.LocalHitBytes, sum.PeerHitBytes, sum.OriginBytes with the task's completion
+//
+// or hands arrow-go a ReaderAt that reads through N:
+//
+//	r, _ := c.Open(ctx, placement.Address, "s3://lake/t/part-0.parquet")
+//	pf, _ := file.NewParquetReader(r)          // r is a parquet.ReaderAtSeeker
+//	fr, _ := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+//	tbl, _ := fr.ReadTable(ctx)
+//	sum := r.Summary()                         // bytes by source over all reads
+//
+// # What the client guarantees
+//
+// Bytes are written to the caller's writer in offset order, each exactly
+// once: every Chunk's offset is checked against the next byte expected, and
+// a stream that sends a byte out of place, past the range, or ends without
+// its ReadSummary counts as a failed node (ErrProtocol), never as data.
+// When a call fails, what it wrote is a correct prefix of the range.
+//
+// # The fallback ladder
+//
+// A read goes to the node it is given. If the node fails, that is:
+//
+//   - it cannot be reached within DialTimeout (dial error, UNAVAILABLE),
+//   - the stream breaks (any status other than the ones below), stalls for
+//     IdleTimeout, ends without a summary, or breaks the protocol,
+//
+// and Config.Origin is set, the client reads the rest of the range, from
+// the first byte it has not yet written, directly from the origin. Errors
+// about the object rather than the node (NOT_FOUND, FAILED_PRECONDITION,
+// OUT_OF_RANGE, INVALID_ARGUMENT, PERMISSION_DENIED), the caller's own
+// cancellation and errors of the caller's writer are returned as they are,
+// without a fallback. Without an Origin, a node failure returns an error
+// wrapping ErrNodeUnavailable.
+//
+// A fallback never mixes versions: with an Origin configured, ReadRange
+// first Stats the object (through the node, or the origin if the node is
+// down) and pins the read to that version with expected_version; the
+// origin read uses the same version (If-Match on S3), so if the object
+// changed, the call fails wrapping origin.ErrVersionChanged rather than
+// appending new bytes to old ones. Without an Origin there is no fallback
+// and no Stat. A ReaderAt is pinned once, at Open.
+//
+// # Accounting a fallback
+//
+// The Summary of a read that fell back says so by its miss cause: every
+// byte that no node summary vouched for is counted in OriginBytes with the
+// cause OwnerUnavailable (the node the read was placed on was unavailable),
+// including the bytes the broken stream had delivered, whose source the
+// node never reported; NodeID is empty. The scheduler therefore never
+// credits a fallback as a cache hit. Client.Stats counts fallbacks and the
+// bytes actually read from the origin.
+//
+// # Connections and threading
+//
+// A Client keeps ConnsPerNode gRPC connections per node address, made on
+// first use and kept until Close, with 16 MiB flow-control windows and a
+// receive limit above the node's 1 MiB chunks. All methods are safe for
+// concurrent use; a ReaderAt's ReadAt is too, while its Read and Seek
+// share one cursor.
+//
+// This file's sibling cachenode.go holds the cache-node calls; the
+// scheduler's (place, complete) will live beside them in scheduler.go.
+package client
