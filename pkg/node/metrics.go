@@ -61,7 +61,7 @@ func newMetrics() *metrics {
 		readDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "locus_read_duration_seconds",
 			Help:    "Duration of reads served by this node, by kind: client (gRPC and gateway reads) or peer (reads forwarded by other nodes).",
-			Buckets: prometheus.ExponentialBuckets(0.0002, 2.5, 14), // 0.2 ms .. 30 s
+			Buckets: []float64{.0002, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"kind"}),
 		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "locus_reads_total",
