@@ -523,3 +523,28 @@ func writeFile(p string, b []byte) error {
 	}
 	return os.WriteFile(p, b, 0o644)
 }
+
+// TestKeyPathsVerbatim: S3 keys are taken literally, "//", "." and ".."
+// included; the gateway neither cleans nor redirects them.
+func TestKeyPathsVerbatim(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, key := range []string{"a//b", "a/../c", "./d", "e/./f", "g/", "h%2Fi", "j?k"} {
+		f.store.Put("s3://bkt/"+key, []byte("key "+key))
+	}
+	for target, want := range map[string]string{
+		"/bkt/a//b":     "key a//b",
+		"/bkt/a/../c":   "key a/../c",
+		"/bkt/./d":      "key ./d",
+		"/bkt/e/./f":    "key e/./f",
+		"/bkt/h%252Fi":  "key h%2Fi",
+		"/bkt/j%3Fk":    "key j?k",
+		"/bkt/a%2F%2Fb": "key a//b", // an encoded slash is a slash, as in S3
+	} {
+		r := httptest.NewRequest("GET", "http://x"+target, nil)
+		w := httptest.NewRecorder()
+		f.gw.ServeHTTP(w, r)
+		if w.Code != 200 || w.Body.String() != want {
+			t.Errorf("GET %s: %d %q, want 200 %q", target, w.Code, w.Body, want)
+		}
+	}
+}

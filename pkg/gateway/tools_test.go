@@ -6,17 +6,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
-	"github.com/locuscache/locus/pkg/gateway"
 	"github.com/locuscache/locus/pkg/gateway/gatewaytest"
 	"github.com/locuscache/locus/pkg/origin"
-	"github.com/locuscache/locus/pkg/origin/origintest"
 )
 
 func randBytes(n int, seed uint64) []byte {
@@ -63,32 +60,6 @@ type countingHandler struct {
 func (c *countingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.n.Add(1)
 	c.h.ServeHTTP(w, r)
-}
-
-// TestClientsOverOrigin runs the AWS CLI, s3cmd and rclone through the
-// gateway over a real S3 origin (versitygw) read without a cache
-// (StoreBackend). The test over real cache nodes is in node_test.go.
-func TestClientsOverOrigin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts versitygw and runs external tools")
-	}
-	gw := origintest.StartVersityGW(t)
-	want := make(map[string][]byte)
-	for key, n := range toolObjects {
-		gw.Put(t, key, randBytes(n, uint64(n)))
-	}
-	store := gw.Store(t)
-	for key := range toolObjects {
-		want[key] = originBytes(t, store, gw.URI(key))
-	}
-	h, err := gateway.New(gateway.Config{Backend: gateway.StoreBackend{Store: store}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	counting := &countingHandler{h: h}
-	srv := httptest.NewServer(counting)
-	defer srv.Close()
-	checkClients(t, srv.URL, gw.Bucket, want, &counting.n)
 }
 
 // checkClients runs every tool through the gateway at endpoint and compares
