@@ -17,22 +17,46 @@ import (
 	"github.com/locuscache/locus/pkg/origin/origintest"
 )
 
-// BuildCachenode builds cmd/cachenode into the test's temporary directory
-// and returns the binary's path. The go command's build cache makes
-// repeated builds cheap (a link, about a second).
+var build struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+	out  []byte
+}
+
+// BuildCachenode builds cmd/cachenode once per test binary and returns the
+// binary's path (in a temporary directory; call RemoveBuilds from TestMain
+// to delete it). The link takes several seconds, so tests share it.
 func BuildCachenode(t testing.TB) string {
 	t.Helper()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
+	build.once.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			build.err = err
+			return
+		}
+		if build.dir, err = os.MkdirTemp("", "locus-cachenode-"); err != nil {
+			build.err = err
+			return
+		}
+		build.bin = filepath.Join(build.dir, "cachenode")
+		cmd := exec.Command("go", "build", "-o", build.bin, "./cmd/cachenode")
+		cmd.Dir = root
+		build.out, build.err = cmd.CombinedOutput()
+	})
+	if build.err != nil {
+		t.Fatalf("nodetest: go build ./cmd/cachenode: %v\n%s", build.err, build.out)
 	}
-	out := filepath.Join(t.TempDir(), "cachenode")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/cachenode")
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("nodetest: go build ./cmd/cachenode: %v\n%s", err, b)
+	return build.bin
+}
+
+// RemoveBuilds deletes the binary BuildCachenode built, if any. Call it
+// from TestMain after m.Run.
+func RemoveBuilds() {
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
 	}
-	return out
 }
 
 // ProcessOptions configure StartProcess.

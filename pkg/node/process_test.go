@@ -1,0 +1,228 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/locuscache/locus/pkg/membership"
+	"github.com/locuscache/locus/pkg/node/nodetest"
+	"github.com/locuscache/locus/pkg/origin/origintest"
+	"github.com/locuscache/locus/pkg/readpath"
+	"github.com/locuscache/locus/pkg/ring"
+	cachev1 "github.com/locuscache/locus/proto/cache/v1"
+)
+
+// observer joins the cluster as an observer member, to watch states and
+// compute owners as the nodes do.
+func observer(t *testing.T, seed string) *membership.Membership {
+	t.Helper()
+	m, err := membership.New(membership.Config{
+		Meta:     membership.NodeMeta{ID: "test-observer", Role: membership.RoleObserver},
+		BindAddr: "127.0.0.1:0",
+		Tuning:   membership.LoopbackTuning(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Shutdown() })
+	if _, err := m.Join([]string{seed}); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func waitView(t *testing.T, m *membership.Membership, what string, cond func(*membership.View) bool) *membership.View {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	v, err := m.WaitFor(ctx, cond)
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+	return v
+}
+
+func cacheMembers(v *membership.View) int {
+	n := 0
+	for _, m := range v.Members {
+		if !m.IsObserver() {
+			n++
+		}
+	}
+	return n
+}
+
+// TestOwnerKilled runs three cachenode processes; reads on a non-owner are
+// peer hits; after the owner is SIGKILLed they still succeed, from the
+// origin (owner_unavailable) until gossip drops the dead node, then through
+// the new owner.
+func TestOwnerKilled(t *testing.T) {
+	gw := origintest.StartVersityGW(t)
+	const size = 4 << 20
+	data := randBytes(5, size)
+	gw.Put(t, "kill.bin", data)
+	uri := gw.URI("kill.bin")
+	bin := nodetest.BuildCachenode(t)
+	args := []string{"--block-size=1MiB", "--page-size=64KiB", "--memory-size=64MiB", "--peer-idle-timeout=2s"}
+	procs := map[string]*nodetest.Process{}
+	var seed string
+	for i := range 3 {
+		o := nodetest.ProcessOptions{ID: fmt.Sprintf("p%d", i), IP: fmt.Sprintf("127.0.0.%d", i+1), VersityGW: gw, Args: args}
+		if seed != "" {
+			o.Join = []string{seed}
+		}
+		p := nodetest.StartProcess(t, bin, o)
+		procs[p.ID] = p
+		seed = p.GossipAddr
+	}
+	obs := observer(t, seed)
+	v := waitView(t, obs, "3 cache members", func(v *membership.View) bool { return cacheMembers(v) == 3 })
+	owner := procs[v.Ring.Owner(ring.BlockKey(uri, 0)).ID]
+	var reader *nodetest.Process
+	for _, p := range procs {
+		if p != owner {
+			reader = p
+		}
+	}
+	cl := nodetest.Dial(t, reader.GRPCAddr, nil)
+	const length = 512 << 10 // inside block 0
+	rangeRead(t, cl, uri, 0, length)
+	got, s := rangeRead(t, cl, uri, 0, length)
+	if !bytes.Equal(got, data[:length]) || s.PeerHitBytes != length {
+		t.Fatalf("second read on non-owner %s (owner %s): %+v, want a peer hit", reader.ID, owner.ID, s)
+	}
+	ping := func() uint64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r, err := cl.Ping(ctx, &cachev1.PingRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.GetRingEpoch()
+	}
+	before := ping()
+	owner.Kill()
+	got, s = rangeRead(t, cl, uri, 0, length)
+	after := ping()
+	if !bytes.Equal(got, data[:length]) {
+		t.Fatal("read after the kill: bytes differ")
+	}
+	if after == before && s.Misses[readpath.OwnerUnavailable].Bytes != length {
+		t.Fatalf("read right after the kill, ring unchanged: %+v, want owner_unavailable misses", s)
+	}
+	t.Logf("read right after the kill: %+v (ring changed meanwhile: %v)", s, after != before)
+	// Keep reading while gossip notices; every read succeeds.
+	start := time.Now()
+	for ping() == before {
+		if time.Since(start) > 15*time.Second {
+			t.Fatal("the dead owner was never dropped from the ring")
+		}
+		got, _ = rangeRead(t, cl, uri, 0, length)
+		if !bytes.Equal(got, data[:length]) {
+			t.Fatal("bytes differ while the owner is dead")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("ring dropped the dead owner after %v", time.Since(start).Round(time.Millisecond))
+	got, s = rangeRead(t, cl, uri, 0, size)
+	if !bytes.Equal(got, data) || s.Misses[readpath.OwnerUnavailable].Bytes != 0 {
+		t.Fatalf("after the ring changed: %+v", s)
+	}
+}
+
+// TestDrainAndWarmRestart: SIGTERM makes /readyz answer 503 and the
+// member's state draining (seen by another member), lets the read in flight
+// finish, and exits 0; restarted on the same cache directory the node
+// serves the same range as local hits.
+func TestDrainAndWarmRestart(t *testing.T) {
+	gw := origintest.StartVersityGW(t)
+	const size = 48 << 20
+	data := randBytes(6, size)
+	gw.Put(t, "drain.bin", data)
+	uri := gw.URI("drain.bin")
+	bin := nodetest.BuildCachenode(t)
+	dir := t.TempDir()
+	opts := nodetest.ProcessOptions{ID: "d0", VersityGW: gw, CacheDir: dir, CacheSize: "128MiB", Args: []string{"--drain-timeout=20s"}}
+	p := nodetest.StartProcess(t, bin, opts)
+	obs := observer(t, p.GossipAddr)
+	waitView(t, obs, "the node", func(v *membership.View) bool { return cacheMembers(v) == 1 })
+
+	cl := nodetest.Dial(t, p.GRPCAddr, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	stream, err := cl.ReadRange(ctx, &cachev1.ReadRangeRequest{Uri: uri, Offset: 0, Length: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := append([]byte(nil), first.GetChunk().GetData()...)
+	// The read is in flight (the client stopped receiving). Drain.
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, err := p.Readyz()
+		if err == nil && code == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still %d (%v) 5s after SIGTERM", code, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitView(t, obs, "state draining", func(v *membership.View) bool {
+		m, ok := v.Member("d0")
+		return ok && m.State == membership.StateDraining
+	})
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-p.Exited():
+		t.Fatalf("the node exited with a read in flight:\n%s", p.Logs())
+	default:
+	}
+	var sum *cachev1.ReadSummary
+	for {
+		m, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("in-flight read failed during the drain after %d bytes: %v", len(buf), err)
+		}
+		if c := m.GetChunk(); c != nil {
+			buf = append(buf, c.GetData()...)
+		}
+		if s := m.GetSummary(); s != nil {
+			sum = s
+		}
+	}
+	if sum == nil || !bytes.Equal(buf, data) {
+		t.Fatalf("in-flight read: %d bytes, summary %v", len(buf), sum)
+	}
+	code, err := p.Wait(30 * time.Second)
+	if err != nil || code != 0 {
+		t.Fatalf("exit code %d, %v:\n%s", code, err, p.Logs())
+	}
+	waitView(t, obs, "the node gone", func(v *membership.View) bool { return cacheMembers(v) == 0 })
+
+	opts.GossipAddr, opts.GRPCAddr, opts.HTTPAddr = "", "", ""
+	p2 := nodetest.StartProcess(t, bin, opts)
+	cl2 := nodetest.Dial(t, p2.GRPCAddr, nil)
+	got, s := rangeRead(t, cl2, uri, 0, size)
+	if !bytes.Equal(got, data) {
+		t.Fatal("bytes differ after the restart")
+	}
+	if s.LocalHitBytes != size {
+		t.Fatalf("first read after the restart: %+v, want all local hits (warm cache)", s)
+	}
+}

@@ -1,0 +1,151 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locuscache/locus/pkg/node/nodetest"
+	"github.com/locuscache/locus/pkg/origin/origintest"
+)
+
+// findTool returns the path of an external tool, looking in PATH and the
+// extra paths. A missing tool skips the test, or fails it when
+// LOCUS_REQUIRE_TOOLS=1 (CI).
+func findTool(t *testing.T, name, hint string, extra ...string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, p := range extra {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p
+		}
+	}
+	msg := name + " not found; " + hint
+	if os.Getenv("LOCUS_REQUIRE_TOOLS") == "1" {
+		t.Fatal(msg + " (LOCUS_REQUIRE_TOOLS=1)")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+func goBin(name string) string {
+	gp := os.Getenv("GOPATH")
+	if gp == "" {
+		if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+			gp = strings.TrimSpace(string(out))
+		}
+	}
+	return filepath.Join(gp, "bin", name)
+}
+
+// TestGRPCHealthProbe: the standard grpc-health-probe reports SERVING for a
+// ready node (overall and for the CacheService), and fails once it drains.
+func TestGRPCHealthProbe(t *testing.T) {
+	probe := findTool(t, "grpc-health-probe", "install it with scripts/install-tools.sh", goBin("grpc-health-probe"))
+	mem := origintest.NewMemStore()
+	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: mem})
+	addr := c.Nodes[0].GRPCAddr()
+	for _, args := range [][]string{{"-addr=" + addr}, {"-addr=" + addr, "-service=locus.cache.v1.CacheService"}} {
+		out, err := exec.Command(probe, args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "SERVING") {
+			t.Fatalf("grpc-health-probe %v: %v: %s", args, err, out)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Nodes[0].Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(probe, "-addr="+addr).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "NOT_SERVING") {
+		t.Fatalf("draining node: grpc-health-probe %v: %s", err, out)
+	}
+}
+
+// TestGRPCHealthProbeTLS: the probe speaks mTLS to a node that requires it.
+func TestGRPCHealthProbeTLS(t *testing.T) {
+	probe := findTool(t, "grpc-health-probe", "install it with scripts/install-tools.sh", goBin("grpc-health-probe"))
+	files := nodetest.NewTLS(t)
+	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: origintest.NewMemStore(), TLS: files, MTLS: true})
+	out, err := exec.Command(probe, "-addr="+c.Nodes[0].GRPCAddr(), "-tls", "-tls-ca-cert="+files.CAFile,
+		"-tls-client-cert="+files.CertFile, "-tls-client-key="+files.KeyFile).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "SERVING") {
+		t.Fatalf("grpc-health-probe over mTLS: %v: %s", err, out)
+	}
+}
+
+// TestPromtoolMetrics scrapes /metrics after local, peer and origin reads:
+// promtool check metrics accepts it, and the DESIGN metrics are there with
+// values that match the reads.
+func TestPromtoolMetrics(t *testing.T) {
+	promtool := findTool(t, "promtool", "install Debian's prometheus package", "/usr/bin/promtool")
+	mem := origintest.NewMemStore()
+	const size = 4 << 20
+	uri := "s3://bucket/metrics.bin"
+	mem.Put(uri, randBytes(8, size))
+	c := nodetest.Start(t, nodetest.Options{N: 2, Origin: mem})
+	for i := range c.Nodes {
+		cl := c.Client(t, i)
+		rangeRead(t, cl, uri, 0, size)
+		rangeRead(t, cl, uri, 0, size)
+	}
+	resp, err := c.HTTPClient().Get(c.HTTPURL(0) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("scrape: %d %v", resp.StatusCode, err)
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+	value := func(series string) float64 {
+		re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`)
+		m := re.FindSubmatch(body)
+		if m == nil {
+			t.Fatalf("no series %s in the scrape", series)
+		}
+		v, err := strconv.ParseFloat(string(m[1]), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, name := range []string{
+		`locus_cache_hits_total`, `locus_cache_misses_total{cause="cold"}`,
+		`locus_cache_misses_total{cause="owner_unavailable"}`, `locus_cache_used_bytes`,
+		`locus_cache_capacity_bytes`, `locus_cache_evictions_total`, `locus_read_duration_seconds_count{kind="client"}`,
+	} {
+		value(name)
+	}
+	local, peer, orig := value(`locus_cache_bytes_read_total{source="local"}`), value(`locus_cache_bytes_read_total{source="peer"}`),
+		value(`locus_cache_bytes_read_total{source="origin"}`)
+	if local+peer+orig != 2*size || local == 0 || peer == 0 || orig == 0 {
+		t.Fatalf("bytes read: local %v peer %v origin %v, want 2x%d in total, each > 0", local, peer, orig, size)
+	}
+	if v := value(`locus_origin_requests_total{op="read",status="ok"}`); v == 0 {
+		t.Fatal("no origin reads counted")
+	}
+	if v := value(`locus_cache_capacity_bytes`); v != nodetest.DefaultMemoryBytes {
+		t.Fatalf("capacity %v", v)
+	}
+	for _, want := range []string{"go_goroutines", "process_resident_memory_bytes", "locus_node_info{"} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+}
