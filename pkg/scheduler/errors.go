@@ -1,0 +1,114 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/locuscache/locus/pkg/placement"
+)
+
+// Sentinel errors. Every error the Scheduler's methods return wraps one of
+// these (or one of placement's) with the detail an operator or a client
+// needs; compare with errors.Is. StatusOf maps them onto HTTP status codes,
+// grpcStatus onto gRPC codes.
+var (
+	// ErrInvalidConfig: a Config field is out of range or two fields
+	// contradict each other. Returned by New.
+	ErrInvalidConfig = errors.New("scheduler: invalid config")
+
+	// ErrBadRequest: a request that does not decode (malformed JSON, an
+	// unknown field, trailing data) or does not validate (empty job, task
+	// or URI, negative offset, non-positive length, too many tasks, a task
+	// listed twice in one batch, negative byte counts). HTTP 400, gRPC
+	// INVALID_ARGUMENT.
+	ErrBadRequest = errors.New("bad request")
+
+	// ErrTooLarge: a request body over the size limit (Config.MaxBodyBytes
+	// or MaxBatchBodyBytes). HTTP 413, gRPC RESOURCE_EXHAUSTED.
+	ErrTooLarge = errors.New("request body too large")
+
+	// ErrUnauthorized: a mutating call without the bearer token configured
+	// with --auth-token-file. HTTP 401, gRPC UNAUTHENTICATED.
+	ErrUnauthorized = errors.New("missing or wrong bearer token")
+
+	// ErrNotFound: an unknown job, or a task the scheduler does not hold
+	// (never placed, already completed, or lost). Wraps
+	// placement.ErrUnknownJob or placement.ErrUnknownTask as well. HTTP
+	// 404, gRPC NOT_FOUND.
+	ErrNotFound = errors.New("not found")
+
+	// ErrConflict: the (job, task) is already queued or running (Place), or
+	// is still waiting for its placement (Complete). HTTP 409, gRPC
+	// ALREADY_EXISTS (Place) or FAILED_PRECONDITION (Complete).
+	ErrConflict = errors.New("conflict")
+
+	// ErrNoNode: no node can take the task: no alive cache node with slots
+	// (at once), or none freed a slot the task may use within
+	// Config.MaxQueueWait, or the queue is full. HTTP 503, gRPC
+	// UNAVAILABLE.
+	ErrNoNode = errors.New("no node available")
+
+	// ErrNotLeader: with etcd, this scheduler is a follower; the error is a
+	// *NotLeaderError naming the leader. HTTP 503 with the leader's address
+	// in the body and the X-Locus-Leader header, gRPC FAILED_PRECONDITION
+	// with the x-locus-leader trailer.
+	ErrNotLeader = errors.New("not the leader")
+
+	// ErrUnavailable: the scheduler cannot serve the call right now: it is
+	// starting or stopping, the cluster's block size differs from the
+	// configured one, or the counters could not be persisted to etcd (the
+	// call's effect is then not guaranteed durable; a failover may lose
+	// it). HTTP 503, gRPC UNAVAILABLE.
+	ErrUnavailable = errors.New("scheduler unavailable")
+
+	// ErrStopped: Shutdown was called.
+	ErrStopped = errors.New("scheduler stopped")
+)
+
+// NotLeaderError is the error of a mutating call on a follower. Leader is
+// the leader's HTTP address ("" when no leader is elected right now),
+// LeaderGRPC its gRPC address.
+type NotLeaderError struct {
+	Leader     string
+	LeaderGRPC string
+	LeaderID   string
+}
+
+func (e *NotLeaderError) Error() string {
+	if e.Leader == "" {
+		return "not the leader, and no leader is elected right now: retry shortly"
+	}
+	return fmt.Sprintf("not the leader: the leader is %s at %s", e.LeaderID, e.Leader)
+}
+
+// Unwrap makes errors.Is(err, ErrNotLeader) true.
+func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
+
+// StatusOf returns the HTTP status code for an error returned by the
+// Scheduler's methods (500 for an unexpected one).
+func StatusOf(err error) int {
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.Is(err, ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, ErrBadRequest), errors.Is(err, placement.ErrInvalidTask), errors.Is(err, placement.ErrInvalidOutcome):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrUnauthorized):
+		return http.StatusUnauthorized
+	case errors.Is(err, ErrNotFound), errors.Is(err, placement.ErrUnknownJob), errors.Is(err, placement.ErrUnknownTask):
+		return http.StatusNotFound
+	case errors.Is(err, ErrConflict), errors.Is(err, placement.ErrDuplicateTask), errors.Is(err, placement.ErrNotPlaced):
+		return http.StatusConflict
+	case errors.Is(err, ErrNoNode), errors.Is(err, ErrNotLeader), errors.Is(err, ErrUnavailable), errors.Is(err, ErrStopped),
+		errors.Is(err, placement.ErrNoCapacity), errors.Is(err, placement.ErrQueueFull):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// badRequest wraps ErrBadRequest with a message.
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,212 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/locuscache/locus/pkg/placement"
+	schedulerv1 "github.com/locuscache/locus/proto/scheduler/v1"
+)
+
+// grpcService is the SchedulerService: the same calls as the JSON API.
+//
+// PlaceBatch answers one Placement per task in request order; a task that
+// was deferred (see Scheduler.PlaceBatch) has only its task id set (node
+// empty): the proto has no error field, so resubmit the tasks whose node is
+// empty.
+type grpcService struct {
+	schedulerv1.UnimplementedSchedulerServiceServer
+	s *Scheduler
+}
+
+// mutatingMethods need the bearer token (Config.AuthToken).
+var mutatingMethods = map[string]string{
+	schedulerv1.SchedulerService_Place_FullMethodName:      "place",
+	schedulerv1.SchedulerService_PlaceBatch_FullMethodName: "place_batch",
+	schedulerv1.SchedulerService_Complete_FullMethodName:   "complete",
+}
+
+// grpcInterceptor checks the bearer token of mutating calls, times every
+// call, and maps errors onto gRPC statuses.
+func (s *Scheduler) grpcInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	call, mutating := mutatingMethods[info.FullMethod]
+	if !mutating {
+		call = strings.ToLower(info.FullMethod[strings.LastIndexByte(info.FullMethod, '/')+1:])
+		if call == "jobcounters" {
+			call = "counters"
+		}
+	}
+	start := time.Now()
+	var err error
+	if mutating && s.cfg.AuthToken != "" {
+		md, _ := metadata.FromIncomingContext(ctx)
+		auth := ""
+		if v := md.Get("authorization"); len(v) > 0 {
+			auth = v[0]
+		}
+		err = s.checkToken(auth)
+	}
+	var resp any
+	if err == nil {
+		resp, err = h(ctx, req)
+	}
+	code := StatusOf(err)
+	s.metrics.requests.WithLabelValues(call).Observe(time.Since(start).Seconds())
+	s.metrics.answers.WithLabelValues(call, strconv.Itoa(code)).Inc()
+	if err != nil {
+		return nil, s.grpcError(ctx, info.FullMethod, err)
+	}
+	return resp, nil
+}
+
+// grpcError maps a service error onto a gRPC status. A follower's answer
+// carries the leader's gRPC address in the x-locus-leader trailer.
+func (s *Scheduler) grpcError(ctx context.Context, method string, err error) error {
+	if _, ok := status.FromError(err); ok && !isOurs(err) {
+		return err
+	}
+	var c codes.Code
+	switch StatusOf(err) {
+	case http.StatusBadRequest:
+		c = codes.InvalidArgument
+	case http.StatusRequestEntityTooLarge:
+		c = codes.ResourceExhausted
+	case http.StatusUnauthorized:
+		c = codes.Unauthenticated
+	case http.StatusNotFound:
+		c = codes.NotFound
+	case http.StatusConflict:
+		c = codes.AlreadyExists
+		if method == schedulerv1.SchedulerService_Complete_FullMethodName {
+			c = codes.FailedPrecondition
+		}
+	case http.StatusServiceUnavailable:
+		c = codes.Unavailable
+	default:
+		c = codes.Internal
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		c = codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		c = codes.DeadlineExceeded
+	}
+	var nl *NotLeaderError
+	if errors.As(err, &nl) {
+		c = codes.FailedPrecondition
+		if nl.LeaderGRPC != "" {
+			_ = grpc.SetTrailer(ctx, metadata.Pairs("x-locus-leader", nl.LeaderGRPC, "x-locus-leader-http", nl.Leader))
+		}
+	}
+	return status.Error(c, err.Error())
+}
+
+// isOurs reports whether err is one of this package's (or placement's)
+// errors rather than a status from gRPC itself.
+func isOurs(err error) bool {
+	return StatusOf(err) != http.StatusInternalServerError || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+func splitFrom(sp *schedulerv1.Split) Split {
+	if sp == nil {
+		return Split{}
+	}
+	return Split{URI: sp.GetUri(), Offset: sp.GetOffset(), Length: sp.GetLength()}
+}
+
+func localityPB(s string) schedulerv1.Locality {
+	switch s {
+	case "DATA_LOCAL":
+		return schedulerv1.Locality_LOCALITY_DATA_LOCAL
+	case "RACK_LOCAL":
+		return schedulerv1.Locality_LOCALITY_RACK_LOCAL
+	case "OTHER_LOCAL":
+		return schedulerv1.Locality_LOCALITY_OTHER_LOCAL
+	}
+	return schedulerv1.Locality_LOCALITY_UNSPECIFIED
+}
+
+func placementPB(p *Placement) *schedulerv1.Placement {
+	return &schedulerv1.Placement{
+		Task: p.Task, Node: p.Node, Address: p.Address, HttpAddress: p.HTTPAddress, Rack: p.Rack,
+		Locality: localityPB(p.Locality), Owner: p.Owner, RingEpoch: p.RingEpoch,
+	}
+}
+
+func (g *grpcService) Place(ctx context.Context, r *schedulerv1.PlaceRequest) (*schedulerv1.Placement, error) {
+	p, err := g.s.Place(ctx, PlaceRequest{Job: r.GetJob(), Task: r.GetTask(), Split: splitFrom(r.GetSplit()), WaitMS: r.GetWaitMs()})
+	if err != nil {
+		return nil, err
+	}
+	return placementPB(&p), nil
+}
+
+func (g *grpcService) PlaceBatch(ctx context.Context, r *schedulerv1.PlaceBatchRequest) (*schedulerv1.PlaceBatchResponse, error) {
+	req := PlaceBatchRequest{Job: r.GetJob(), WaitMS: r.GetWaitMs(), Tasks: make([]BatchTask, len(r.GetTasks()))}
+	for i, t := range r.GetTasks() {
+		req.Tasks[i] = BatchTask{Task: t.GetTask(), Split: splitFrom(t.GetSplit())}
+	}
+	resp, err := g.s.PlaceBatch(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out := &schedulerv1.PlaceBatchResponse{Placements: make([]*schedulerv1.Placement, len(resp.Placements))}
+	for i := range resp.Placements {
+		out.Placements[i] = placementPB(&resp.Placements[i])
+	}
+	return out, nil
+}
+
+func (g *grpcService) Complete(ctx context.Context, r *schedulerv1.CompleteRequest) (*schedulerv1.CompleteResponse, error) {
+	resp, err := g.s.Complete(ctx, CompleteRequest{
+		Job: r.GetJob(), Task: r.GetTask(), Bytes: r.GetBytes(), LocalHitBytes: r.GetLocalHitBytes(),
+		PeerHitBytes: r.GetPeerHitBytes(), MissBytes: r.GetMissBytes(), DurationMS: r.GetDurationMs(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &schedulerv1.CompleteResponse{Locality: localityPB(resp.Locality)}, nil
+}
+
+func (g *grpcService) JobCounters(ctx context.Context, r *schedulerv1.JobCountersRequest) (*schedulerv1.JobCountersResponse, error) {
+	c, err := g.s.JobCounters(ctx, r.GetJob())
+	if err != nil {
+		return nil, err
+	}
+	out := &schedulerv1.JobCountersResponse{
+		Job: c.Job, DataLocalTasks: c.DataLocalTasks, RackLocalTasks: c.RackLocalTasks, OtherLocalTasks: c.OtherLocalTasks,
+		RunningTasks: c.Running, LostTasks: c.Lost, HitRatio: c.HitRatio,
+		ByLocality: make(map[string]*schedulerv1.LocalityOutcome, placement.NumLocalities),
+	}
+	for name, l := range map[string]LocalityStats{"DATA_LOCAL": c.ByLocality.DataLocal, "RACK_LOCAL": c.ByLocality.RackLocal, "OTHER_LOCAL": c.ByLocality.OtherLocal} {
+		out.ByLocality[name] = &schedulerv1.LocalityOutcome{
+			Tasks: l.Placed, Bytes: l.Bytes, LocalHitBytes: l.LocalHitBytes, PeerHitBytes: l.PeerHitBytes,
+			MissBytes: l.MissBytes, HitRatio: l.HitRatio,
+		}
+	}
+	return out, nil
+}
+
+func (g *grpcService) Ring(ctx context.Context, _ *schedulerv1.RingRequest) (*schedulerv1.RingResponse, error) {
+	r := g.s.Ring()
+	out := &schedulerv1.RingResponse{Epoch: r.Epoch, BlockSize: r.BlockSize, Replication: int32(r.Replication)}
+	for _, m := range r.Members {
+		if m.Role == "observer" {
+			continue // the proto's members are cache nodes
+		}
+		out.Members = append(out.Members, &schedulerv1.Member{
+			Node: m.Node, Rack: m.Rack, State: m.State, Address: m.Address, HttpAddress: m.HTTPAddress,
+			Slots: int32(m.Slots), SlotsInUse: int32(m.SlotsInUse), CapacityBytes: m.CapacityBytes,
+		})
+	}
+	return out, nil
+}

@@ -1,0 +1,230 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Handler returns the HTTP handler: the JSON API, the status page at /,
+// /metrics, /healthz and /readyz. Start serves it on Config.HTTPAddr; tests
+// may serve it themselves (after Start).
+func (s *Scheduler) Handler() http.Handler { return s.handler }
+
+//go:embed status.html
+var statusPage []byte
+
+func (s *Scheduler) newHandler() http.Handler {
+	mux := http.NewServeMux()
+	post := func(pattern, call string, limit int64, h func(w http.ResponseWriter, r *http.Request) (any, error)) {
+		mux.Handle("POST "+pattern, s.api(call, true, limit, h))
+	}
+	get := func(pattern, call string, h func(w http.ResponseWriter, r *http.Request) (any, error)) {
+		mux.Handle("GET "+pattern, s.api(call, false, 0, h))
+	}
+	post("/v1/place", "place", s.limits.single, func(w http.ResponseWriter, r *http.Request) (any, error) {
+		var req PlaceRequest
+		if err := decodeJSON(r.Body, &req); err != nil {
+			return nil, err
+		}
+		return s.Place(r.Context(), req)
+	})
+	post("/v1/place/batch", "place_batch", s.limits.batch, func(w http.ResponseWriter, r *http.Request) (any, error) {
+		var req PlaceBatchRequest
+		if err := decodeJSON(r.Body, &req); err != nil {
+			return nil, err
+		}
+		return s.PlaceBatch(r.Context(), req)
+	})
+	post("/v1/complete", "complete", s.limits.single, func(w http.ResponseWriter, r *http.Request) (any, error) {
+		var req CompleteRequest
+		if err := decodeJSON(r.Body, &req); err != nil {
+			return nil, err
+		}
+		return s.Complete(r.Context(), req)
+	})
+	post("/v1/complete/batch", "complete_batch", s.limits.batch, func(w http.ResponseWriter, r *http.Request) (any, error) {
+		var req CompleteBatchRequest
+		if err := decodeJSON(r.Body, &req); err != nil {
+			return nil, err
+		}
+		return s.CompleteBatch(r.Context(), req)
+	})
+	get("/v1/jobs/{job}", "counters", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		return s.JobCounters(r.Context(), r.PathValue("job"))
+	})
+	get("/v1/jobs", "jobs", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		return map[string][]string{"jobs": s.Jobs()}, nil
+	})
+	get("/v1/counters", "counters", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		return s.JobCounters(r.Context(), "")
+	})
+	get("/v1/ring", "ring", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		return s.Ring(), nil
+	})
+	get("/v1/lost", "lost", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		return LostResponse{Lost: s.Lost(r.URL.Query().Get("job"))}, nil
+	})
+	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ok, why := s.Ready()
+		code := http.StatusOK
+		if !ok {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, map[string]any{"ready": ok, "reason": why})
+	})
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+		w.Header().Set("Cache-Control", "no-cache")
+		_, _ = w.Write(statusPage)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, ErrorResponse{Error: "no such endpoint: " + r.Method + " " + r.URL.Path + " (see GET /v1/ring, POST /v1/place, ...)"})
+	})
+	return mux
+}
+
+// api wraps an API call: bearer-token check for mutating calls, the body
+// size limit, forwarding to the leader (optional), the JSON answer or
+// error, and metrics.
+func (s *Scheduler) api(call string, mutating bool, limit int64, h func(w http.ResponseWriter, r *http.Request) (any, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		code := http.StatusOK
+		defer func() {
+			s.metrics.requests.WithLabelValues(call).Observe(time.Since(start).Seconds())
+			s.metrics.answers.WithLabelValues(call, strconv.Itoa(code)).Inc()
+		}()
+		if mutating {
+			if err := s.checkToken(r.Header.Get("Authorization")); err != nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="locus-scheduler"`)
+				code = s.writeError(w, err)
+				return
+			}
+			if r.ContentLength > limit {
+				code = s.writeError(w, tooLarge(limit))
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+			if s.forward(w, r) {
+				code = 0 // the leader's answer
+				return
+			}
+		}
+		v, err := h(w, r)
+		if err != nil {
+			code = s.writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	})
+}
+
+func tooLarge(limit int64) error {
+	return fmt.Errorf("%w: the limit is %d bytes", ErrTooLarge, limit)
+}
+
+// forwardTransport dials the leader (with Config.ClientTLS).
+func (s *Scheduler) forwardTransport() http.RoundTripper {
+	s.fwdOnce.Do(func() {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = s.cfg.ClientTLS
+		s.fwd = t
+	})
+	return s.fwd
+}
+
+// checkToken compares the bearer token in constant time (ErrUnauthorized).
+func (s *Scheduler) checkToken(header string) error {
+	if s.cfg.AuthToken == "" {
+		return nil
+	}
+	const p = "Bearer "
+	if len(header) < len(p) || !strings.EqualFold(header[:len(p)], p) {
+		return ErrUnauthorized
+	}
+	got := strings.TrimSpace(header[len(p):])
+	if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.AuthToken)) != 1 {
+		return ErrUnauthorized
+	}
+	return nil
+}
+
+// forward proxies a mutating call to the leader when this scheduler is a
+// follower with Etcd.Forward set; it reports whether it did.
+func (s *Scheduler) forward(w http.ResponseWriter, r *http.Request) bool {
+	if !s.cfg.Etcd.Forward || s.ha == nil || s.IsLeader() || r.Header.Get("X-Locus-Forwarded") != "" {
+		return false
+	}
+	l, ok := s.Leader()
+	if !ok || l.HTTP == "" || l.ID == s.cfg.NodeID {
+		return false
+	}
+	scheme := "http"
+	if s.cfg.TLS != nil {
+		scheme = "https"
+	}
+	target := &url.URL{Scheme: scheme, Host: l.HTTP}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Header.Set("X-Locus-Forwarded", s.cfg.NodeID)
+		},
+		Transport: s.forwardTransport(),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.writeError(w, fmt.Errorf("%w: forwarding to the leader %s: %v", ErrUnavailable, l.HTTP, err))
+		},
+	}
+	proxy.ServeHTTP(w, r)
+	return true
+}
+
+// writeError writes the JSON error answer and returns its status code.
+func (s *Scheduler) writeError(w http.ResponseWriter, err error) int {
+	code := StatusOf(err)
+	if errors.Is(err, context.Canceled) {
+		code = 499 // client closed the request (nginx's code); nobody reads it
+	}
+	body := ErrorResponse{Error: err.Error()}
+	var nl *NotLeaderError
+	if errors.As(err, &nl) {
+		body.Leader = nl.Leader
+		if nl.Leader != "" {
+			w.Header().Set("X-Locus-Leader", nl.Leader)
+			scheme := "http://"
+			if s.cfg.TLS != nil {
+				scheme = "https://"
+			}
+			w.Header().Set("Location", scheme+nl.Leader)
+		}
+	}
+	if code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	if code == http.StatusInternalServerError {
+		s.log.Error("scheduler: internal error", "err", err)
+	}
+	writeJSON(w, code, body)
+	return code
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v)
+}

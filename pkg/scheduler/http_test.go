@@ -1,0 +1,241 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locuscache/locus/pkg/membership"
+	"github.com/locuscache/locus/pkg/scheduler"
+	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
+)
+
+// threeNodes is a fixed cluster: n1, n2 in rack r1, n3 in r2, 2 slots each.
+func threeNodes(t *testing.T) *schedulertest.Views {
+	return schedulertest.NewViews(t,
+		schedulertest.Node("n1", "r1", 2), schedulertest.Node("n2", "r1", 2), schedulertest.Node("n3", "r2", 2))
+}
+
+func startWith(t *testing.T, views scheduler.Membership, mod func(*scheduler.Config)) (*scheduler.Scheduler, *schedulertest.Client) {
+	t.Helper()
+	cfg := scheduler.Config{Membership: views}
+	if mod != nil {
+		mod(&cfg)
+	}
+	s := schedulertest.Start(t, cfg)
+	return s, schedulertest.NewClient(s.HTTPAddr())
+}
+
+func split(uri string) scheduler.Split { return scheduler.Split{URI: uri, Offset: 0, Length: 1 << 20} }
+
+func statusOf(err error) int {
+	var se *schedulertest.StatusError
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	if err == nil {
+		return 200
+	}
+	return -1
+}
+
+// TestBadInput checks the answers to bad requests: status code and a JSON
+// {"error": ...} naming the problem.
+func TestBadInput(t *testing.T) {
+	_, c := startWith(t, threeNodes(t), func(cfg *scheduler.Config) {
+		cfg.MaxBodyBytes = 4 << 10
+		cfg.MaxBatchBodyBytes = 64 << 10
+		cfg.MaxBatchTasks = 100
+	})
+	ctx := context.Background()
+	// A running task for the duplicate and complete cases.
+	if _, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "running", Split: split("s3://b/k")}); err != nil {
+		t.Fatal(err)
+	}
+	big := `{"job":"j","task":"t","split":{"uri":"` + strings.Repeat("x", 5000) + `","offset":0,"length":1}}`
+	manyTasks := `{"job":"j","tasks":[` + strings.TrimSuffix(strings.Repeat(`{"task":"t","split":{"uri":"u","offset":0,"length":1}},`, 101), ",") + `]}`
+	cases := []struct {
+		name, method, path, body string
+		code                     int
+		want                     string // in the error message
+	}{
+		{"malformed JSON", "POST", "/v1/place", `{"job":`, 400, "truncated"},
+		{"not JSON", "POST", "/v1/place", `hello`, 400, "malformed JSON"},
+		{"empty body", "POST", "/v1/place", ``, 400, "empty body"},
+		{"unknown field", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1},"priority":3}`, 400, `unknown field "priority"`},
+		{"unknown nested field", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1,"version":"x"}}`, 400, `unknown field "version"`},
+		{"wrong type", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":"0","length":1}}`, 400, "split.offset"},
+		{"trailing data", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1}} {}`, 400, "after the JSON object"},
+		{"negative offset", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":-1,"length":1}}`, 400, "negative split offset"},
+		{"zero length", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":0}}`, 400, "length 0"},
+		{"empty URI", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"","offset":0,"length":1}}`, 400, "empty split uri"},
+		{"empty job", "POST", "/v1/place", `{"job":"","task":"t","split":{"uri":"u","offset":0,"length":1}}`, 400, "empty job"},
+		{"empty task", "POST", "/v1/place", `{"job":"j","task":"","split":{"uri":"u","offset":0,"length":1}}`, 400, "empty task"},
+		{"overflow", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":9223372036854775807,"length":1}}`, 400, "overflows"},
+		{"huge wait", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1},"wait_ms":999999999}`, 400, "wait_ms"},
+		{"oversized body", "POST", "/v1/place", big, 413, "too large"},
+		{"duplicate running task", "POST", "/v1/place", `{"job":"j","task":"running","split":{"uri":"u","offset":0,"length":1}}`, 409, "already queued or running"},
+		{"batch: empty", "POST", "/v1/place/batch", `{"job":"j","tasks":[]}`, 400, "empty batch"},
+		{"batch: too many tasks", "POST", "/v1/place/batch", manyTasks, 400, "exceeds the limit 100"},
+		{"batch: task twice", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","split":{"uri":"u","offset":0,"length":1}},{"task":"a","split":{"uri":"u","offset":0,"length":1}}]}`, 400, "listed twice"},
+		{"batch: negative offset", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","split":{"uri":"u","offset":-5,"length":1}}]}`, 400, "tasks[0]"},
+		{"batch: unknown field", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","uri":"u"}]}`, 400, `unknown field "uri"`},
+		{"batch: oversized", "POST", "/v1/place/batch", `{"job":"j","tasks":[` + strings.Repeat(" ", 70<<10) + `]}`, 413, "too large"},
+		{"complete: unknown job", "POST", "/v1/complete", `{"job":"nope","task":"t","bytes":1}`, 404, "unknown job"},
+		{"complete: unknown task", "POST", "/v1/complete", `{"job":"j","task":"nope","bytes":1}`, 404, "unknown task"},
+		{"complete: negative bytes", "POST", "/v1/complete", `{"job":"j","task":"running","bytes":-1}`, 400, "negative byte count"},
+		{"complete: bytes below parts", "POST", "/v1/complete", `{"job":"j","task":"running","bytes":5,"local_hit_bytes":10}`, 400, "bytes 5 <"},
+		{"complete: unknown field", "POST", "/v1/complete", `{"job":"j","task":"running","hits":1}`, 400, `unknown field "hits"`},
+		{"complete batch: empty", "POST", "/v1/complete/batch", `{"job":"j","tasks":[]}`, 400, "empty batch"},
+		{"counters: unknown job", "GET", "/v1/jobs/nope", ``, 404, "nope"},
+		{"unknown endpoint", "GET", "/v1/nothing", ``, 404, "no such endpoint"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var body any
+			if tc.body != "" {
+				body = []byte(tc.body)
+			}
+			err := c.Do(ctx, tc.method, tc.path, body, nil)
+			var se *schedulertest.StatusError
+			if !errors.As(err, &se) {
+				t.Fatalf("got %v, want HTTP %d", err, tc.code)
+			}
+			if se.Code != tc.code {
+				t.Errorf("got HTTP %d (%s), want %d", se.Code, se.Body.Error, tc.code)
+			}
+			if se.Body.Error == "" || !strings.Contains(se.Body.Error, tc.want) {
+				t.Errorf("error %q does not mention %q", se.Body.Error, tc.want)
+			}
+			if ct := se.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q, want application/json", ct)
+			}
+		})
+	}
+	// The running task is still there and completes.
+	if _, err := c.Complete(ctx, scheduler.CompleteRequest{Job: "j", Task: "running", Bytes: 10, LocalHitBytes: 10}); err != nil {
+		t.Fatalf("complete after bad input: %v", err)
+	}
+}
+
+// TestNoNode: no cache node at all, or no slot, gives 503 at once.
+func TestNoNode(t *testing.T) {
+	ctx := context.Background()
+	t.Run("empty cluster", func(t *testing.T) {
+		_, c := startWith(t, schedulertest.NewViews(t), nil)
+		start := time.Now()
+		_, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "t", Split: split("s3://b/k")})
+		if statusOf(err) != 503 {
+			t.Fatalf("got %v, want 503", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("503 took %v, want at once", d)
+		}
+		_, err = c.PlaceBatch(ctx, scheduler.PlaceBatchRequest{Job: "j", Tasks: []scheduler.BatchTask{{Task: "t", Split: split("u")}}})
+		if statusOf(err) != 503 {
+			t.Fatalf("batch: got %v, want 503", err)
+		}
+	})
+	t.Run("nodes without slots", func(t *testing.T) {
+		_, c := startWith(t, schedulertest.NewViews(t, schedulertest.Node("n1", "r1", 0)), nil)
+		_, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "t", Split: split("s3://b/k")})
+		if statusOf(err) != 503 {
+			t.Fatalf("got %v, want 503", err)
+		}
+	})
+	t.Run("only draining nodes", func(t *testing.T) {
+		_, c := startWith(t, schedulertest.NewViews(t, schedulertest.Draining(schedulertest.Node("n1", "r1", 4))), nil)
+		_, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "t", Split: split("s3://b/k")})
+		if statusOf(err) != 503 {
+			t.Fatalf("got %v, want 503", err)
+		}
+	})
+	t.Run("all slots busy until the queue wait ends", func(t *testing.T) {
+		_, c := startWith(t, schedulertest.NewViews(t, schedulertest.Node("n1", "r1", 1)), func(cfg *scheduler.Config) {
+			cfg.MaxQueueWait = 300 * time.Millisecond
+		})
+		if _, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "a", Split: split("u"), WaitMS: -1}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "b", Split: split("u"), WaitMS: -1})
+		if statusOf(err) != 503 || !strings.Contains(err.Error(), "within 300ms") {
+			t.Fatalf("got %v, want 503 after the queue wait", err)
+		}
+		if d := time.Since(start); d < 250*time.Millisecond || d > 3*time.Second {
+			t.Errorf("503 after %v, want about 300ms", d)
+		}
+		// The cancelled task is not counted as queued or running.
+		cnt, err := c.Counters(ctx, "j")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cnt.Queued != 0 || cnt.Running != 1 {
+			t.Errorf("queued %d running %d, want 0 and 1", cnt.Queued, cnt.Running)
+		}
+	})
+}
+
+// TestAuth: with a token, POSTs need it; GETs do not.
+func TestAuth(t *testing.T) {
+	_, c := startWith(t, threeNodes(t), func(cfg *scheduler.Config) { cfg.AuthToken = "s3cret-token" })
+	ctx := context.Background()
+	req := scheduler.PlaceRequest{Job: "j", Task: "t", Split: split("u")}
+	for _, tok := range []string{"", "wrong", "s3cret-tokenX", "s3cret-toke"} {
+		c.Token = tok
+		if _, err := c.Place(ctx, req); statusOf(err) != 401 {
+			t.Errorf("token %q: got %v, want 401", tok, err)
+		}
+	}
+	c.Token = "s3cret-token"
+	if _, err := c.Place(ctx, req); err != nil {
+		t.Fatalf("right token: %v", err)
+	}
+	c.Token = ""
+	if _, err := c.Counters(ctx, "j"); err != nil {
+		t.Errorf("GET without token: %v", err)
+	}
+	if _, err := c.Ring(ctx); err != nil {
+		t.Errorf("GET /v1/ring without token: %v", err)
+	}
+	// A lower-case scheme is accepted (RFC 7235: case-insensitive).
+	err := c.Do(ctx, "POST", "/v1/complete", []byte(`{"job":"j","task":"t"}`), nil)
+	if statusOf(err) != 401 {
+		t.Errorf("complete without token: %v, want 401", err)
+	}
+	r, _ := http.NewRequest("POST", c.Base+"/v1/complete", strings.NewReader(`{"job":"j","task":"t"}`))
+	r.Header.Set("Authorization", "bearer s3cret-token")
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("lower-case bearer: HTTP %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestStatusEndpoints: /, /healthz, /readyz, /metrics answer.
+func TestStatusEndpoints(t *testing.T) {
+	_, c := startWith(t, threeNodes(t), nil)
+	for _, p := range []string{"/", "/healthz", "/readyz", "/metrics", "/v1/ring", "/v1/counters", "/v1/jobs", "/v1/lost"} {
+		resp, err := http.Get(c.Base + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s: HTTP %d", p, resp.StatusCode)
+		}
+	}
+}
+
+// Keep the test binary's helpers referenced (os, filepath, fmt, membership
+// are used by other test files of this package).
+var _ = []any{os.Getpid, filepath.Join, fmt.Sprint, membership.StateAlive}

@@ -1,0 +1,1051 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+
+	"github.com/locuscache/locus/pkg/membership"
+	"github.com/locuscache/locus/pkg/placement"
+	"github.com/locuscache/locus/pkg/ring"
+)
+
+// Scheduler is the placement service: the placement core driven by the
+// gossip membership, behind the JSON API and gRPC. Create it with New,
+// Start it, and Shutdown at the end. Its methods (Place, PlaceBatch,
+// Complete, ...) are what the HTTP and gRPC handlers call; they are safe for
+// concurrent use.
+type Scheduler struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+	limits  struct{ single, batch int64 }
+
+	settings atomic.Pointer[Settings]
+	// info maps node ids to their addresses and rack, from the last View
+	// applied; replaced whole (never modified), read without a lock.
+	info atomic.Pointer[map[string]membership.Member]
+
+	mem    Membership
+	ownMem *membership.Membership // the gossip membership Start created, if any
+
+	httpLn, grpcLn     net.Listener
+	httpSrv            *http.Server
+	grpcSrv            *grpc.Server
+	health             *health.Server
+	httpAdv, grpcAdv   string // advertised addresses
+	handler            http.Handler
+	ha                 *ha // nil when standalone
+	isLeader, ready    atomic.Bool
+	stopping           atomic.Bool
+	leaderInfo         atomic.Pointer[LeaderInfo] // the current leader (with etcd)
+	startOnce, endOnce sync.Once
+	fwdOnce            sync.Once
+	fwd                http.RoundTripper
+
+	// mu guards the placer and everything that moves with it. The placer
+	// is not safe for concurrent use: every call to it happens under mu.
+	mu sync.Mutex
+	// p is the placement state: nil on a follower, before Start and after
+	// Shutdown.
+	p *placement.Placer
+	// waiters holds the queued tasks whose requests wait for their
+	// placement: Advance's assignments are sent to them. Every queued task
+	// has one (a request that stops waiting cancels its task).
+	waiters map[taskKey]*waiter
+	// batches are the batch requests still waiting for some of their
+	// tasks; see PlaceBatch for when they are deferred.
+	batches map[*batchWait]struct{}
+	// applied is the last View applied to the placer; aliveSlots the slots
+	// of its placeable members.
+	applied    *membership.View
+	aliveSlots int
+	// armed is the deadline the timer goroutine sleeps until (zero: none).
+	armed time.Time
+	// lost is a ring of the most recently lost tasks (GET /v1/lost).
+	lost     []LostTask
+	lostNext int
+	stopped  bool
+	// Persistence (with etcd): jobs whose counters changed since the last
+	// flush, and the change sequence number.
+	dirty       map[string]struct{}
+	dirtyGlobal bool
+
+	seq  atomic.Uint64 // counter-change sequence; written under mu
+	kick chan struct{} // wakes the timer goroutine
+	stop chan struct{} // closed by Shutdown
+	wg   sync.WaitGroup
+}
+
+type taskKey struct{ job, task string }
+
+// result is what a waiting request receives: its assignment, or the error
+// that ended its wait (leadership lost, shutdown, no capacity left).
+type result struct {
+	a   placement.Assignment
+	err error
+	idx int
+}
+
+type waiter struct {
+	ch    chan result // buffered: a send never blocks
+	idx   int         // index in the batch
+	batch *batchWait  // nil for a single Place
+}
+
+// batchWait is a batch request waiting for the rest of its tasks.
+type batchWait struct {
+	deferCh chan struct{} // closed when the batch should stop waiting
+	closed  bool          // guarded by Scheduler.mu
+}
+
+func (b *batchWait) release() {
+	if !b.closed {
+		b.closed = true
+		close(b.deferCh)
+	}
+}
+
+// LeaderInfo names a scheduler in the election.
+type LeaderInfo struct {
+	ID   string `json:"id"`
+	HTTP string `json:"http"`
+	GRPC string `json:"grpc"`
+}
+
+// New validates cfg and returns a Scheduler that is not started yet.
+// Errors wrap ErrInvalidConfig.
+func New(cfg Config) (*Scheduler, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Scheduler{
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "scheduler", "id", cfg.NodeID),
+		waiters: make(map[taskKey]*waiter),
+		batches: make(map[*batchWait]struct{}),
+		dirty:   make(map[string]struct{}),
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		lost:    make([]LostTask, 0, min(cfg.LostLog, 1024)),
+	}
+	s.limits.single, s.limits.batch = cfg.MaxBodyBytes, cfg.MaxBatchBodyBytes
+	s.settings.Store(&Settings{BlockSize: cfg.BlockSize, Replication: cfg.Replication, LocalityWait: cfg.LocalityWait})
+	empty := map[string]membership.Member{}
+	s.info.Store(&empty)
+	s.metrics = newMetrics(s)
+	s.handler = s.newHandler()
+	return s, nil
+}
+
+// Settings returns the cluster settings in force (Config, overridden by
+// etcd's cluster config).
+func (s *Scheduler) Settings() Settings { return *s.settings.Load() }
+
+// IsLeader reports whether this scheduler places tasks now: always once
+// started when standalone; with etcd, while it holds the leadership.
+func (s *Scheduler) IsLeader() bool { return s.isLeader.Load() }
+
+// Leader returns the current leader as this scheduler knows it (itself
+// when it leads); ok is false when none is known.
+func (s *Scheduler) Leader() (LeaderInfo, bool) {
+	if s.IsLeader() {
+		return LeaderInfo{ID: s.cfg.NodeID, HTTP: s.httpAdv, GRPC: s.grpcAdv}, true
+	}
+	if l := s.leaderInfo.Load(); l != nil && l.ID != "" {
+		return *l, true
+	}
+	return LeaderInfo{}, false
+}
+
+// Ready reports whether the scheduler serves placements here (/readyz):
+// started, not stopping, and the leader (or a follower that forwards to a
+// known leader).
+func (s *Scheduler) Ready() (bool, string) {
+	switch {
+	case !s.ready.Load():
+		return false, "starting"
+	case s.stopping.Load():
+		return false, "shutting down"
+	case s.IsLeader():
+		return true, "leader"
+	}
+	l, ok := s.Leader()
+	if !ok {
+		return false, "follower; no leader elected"
+	}
+	if s.cfg.Etcd.Forward {
+		return true, "follower; forwarding to the leader " + l.HTTP
+	}
+	return false, "follower; the leader is " + l.HTTP
+}
+
+// ---------------------------------------------------------------------
+// Placement calls.
+
+// prefer computes the preference list of a split on view: ring.PlacementKey
+// with the cluster block size, then the first Replication owners.
+func (s *Scheduler) prefer(view *membership.View, st *Settings, bs int64, sp *Split, buf []ring.Node, ids []string) ([]string, []ring.Node, error) {
+	key, err := ring.PlacementKey(sp.URI, sp.Offset, sp.Length, bs)
+	if err != nil {
+		return ids, buf, badRequest("split: %v", err)
+	}
+	buf = view.Ring.AppendOwners(buf[:0], key, st.Replication)
+	for _, n := range buf {
+		ids = append(ids, n.ID)
+	}
+	return ids, buf, nil
+}
+
+// blockSize is the block size placement keys use on view: the configured
+// one (which must match the cache nodes'), else the cache nodes', else the
+// default.
+func (s *Scheduler) blockSize(view *membership.View, st *Settings) (int64, error) {
+	cluster := view.BlockSize()
+	if st.BlockSize > 0 {
+		if cluster > 0 && cluster != st.BlockSize {
+			return 0, fmt.Errorf("%w: this scheduler's block size is %s but the cache nodes use %s: start the scheduler with --block-size=%d (or fix the cluster config in etcd)",
+				ErrUnavailable, membership.FormatBytes(st.BlockSize), membership.FormatBytes(cluster), cluster)
+		}
+		return st.BlockSize, nil
+	}
+	if cluster > 0 {
+		return cluster, nil
+	}
+	return membership.DefaultBlockSize, nil
+}
+
+// viewForPlacement returns the View, its block size, and ErrNoNode when no
+// cache node is in it.
+func (s *Scheduler) viewForPlacement() (*membership.View, *Settings, int64, error) {
+	if s.mem == nil {
+		return nil, nil, 0, fmt.Errorf("%w: not started", ErrUnavailable)
+	}
+	view := s.mem.View()
+	st := s.settings.Load()
+	if view.Ring == nil {
+		return nil, nil, 0, fmt.Errorf("%w: no cache node in the cluster", ErrNoNode)
+	}
+	bs, err := s.blockSize(view, st)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return view, st, bs, nil
+}
+
+// leaderLocked returns nil when this scheduler may place now (mu held).
+func (s *Scheduler) leaderLocked() error {
+	switch {
+	case s.stopped:
+		return ErrStopped
+	case s.p != nil:
+		return nil
+	case s.ha == nil:
+		return fmt.Errorf("%w: not started", ErrUnavailable)
+	}
+	return s.notLeader()
+}
+
+func (s *Scheduler) notLeader() error {
+	l, _ := s.Leader()
+	if l.ID == s.cfg.NodeID { // we just lost it
+		l = LeaderInfo{}
+	}
+	return &NotLeaderError{Leader: l.HTTP, LeaderGRPC: l.GRPC, LeaderID: l.ID}
+}
+
+// placeError maps the placer's errors onto the service's.
+func placeError(err error) error {
+	switch {
+	case errors.Is(err, placement.ErrNoCapacity):
+		return fmt.Errorf("%w: no alive cache node has a free slot or any slots at all (%v)", ErrNoNode, err)
+	case errors.Is(err, placement.ErrQueueFull):
+		return fmt.Errorf("%w: %v: retry later", ErrNoNode, err)
+	case errors.Is(err, placement.ErrDuplicateTask):
+		return fmt.Errorf("%w: %v: it is already queued or running; complete it first or use another task id", ErrConflict, err)
+	case errors.Is(err, placement.ErrInvalidTask):
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	case errors.Is(err, placement.ErrUnknownJob), errors.Is(err, placement.ErrUnknownTask):
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	case errors.Is(err, placement.ErrNotPlaced):
+		return fmt.Errorf("%w: %v: it is still waiting for a slot", ErrConflict, err)
+	case errors.Is(err, placement.ErrInvalidOutcome):
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	return err
+}
+
+// Place places one task. When no slot its locality level allows is free
+// it waits (delay scheduling: up to the wait for a data-local slot, as long
+// again for rack-local, then any node) and, once it may go anywhere, for a
+// slot to free up, until Config.MaxQueueWait or ctx ends: then the task is
+// cancelled and Place returns ErrNoNode. Errors: ErrBadRequest,
+// ErrConflict (task already queued or running), ErrNoNode (no cache node,
+// no slots, or none freed in time), ErrNotLeader, ErrUnavailable,
+// ErrStopped, ctx's error.
+func (s *Scheduler) Place(ctx context.Context, req PlaceRequest) (Placement, error) {
+	if err := req.Validate(s.cfg.MaxWait); err != nil {
+		return Placement{}, err
+	}
+	view, st, bs, err := s.viewForPlacement()
+	if err != nil {
+		return Placement{}, err
+	}
+	var nbuf [placement.MaxPrefer]ring.Node
+	var ibuf [placement.MaxPrefer]string
+	ids, _, err := s.prefer(view, st, bs, &req.Split, nbuf[:0], ibuf[:0])
+	if err != nil {
+		return Placement{}, err
+	}
+	task := placement.Task{Job: req.Job, ID: req.Task, Prefer: ids, Wait: st.wait(req.WaitMS)}
+	key := taskKey{req.Job, req.Task}
+
+	s.mu.Lock()
+	if err := s.leaderLocked(); err != nil {
+		s.mu.Unlock()
+		return Placement{}, err
+	}
+	now := time.Now()
+	a, placed, err := s.p.Submit(task, now)
+	var w *waiter
+	switch {
+	case err != nil:
+	case placed:
+		s.placedLocked(a)
+	default:
+		w = &waiter{ch: make(chan result, 1)}
+		s.waiters[key] = w
+	}
+	s.settleLocked(now)
+	s.mu.Unlock()
+	if err != nil {
+		return Placement{}, placeError(err)
+	}
+	if w != nil {
+		if a, err = s.await(ctx, key, w); err != nil {
+			return Placement{}, err
+		}
+	}
+	if err := s.persisted(ctx, s.seq.Load()); err != nil {
+		return Placement{}, err
+	}
+	return s.placementOf(a, view.Epoch), nil
+}
+
+// await waits for a queued task's assignment (see Place).
+func (s *Scheduler) await(ctx context.Context, key taskKey, w *waiter) (placement.Assignment, error) {
+	timer := time.NewTimer(s.cfg.MaxQueueWait)
+	defer timer.Stop()
+	var why error
+	select {
+	case r := <-w.ch:
+		return r.a, r.err
+	case <-timer.C:
+		why = fmt.Errorf("%w: no node could take the task within %v (every slot it may use is busy): retry later", ErrNoNode, s.cfg.MaxQueueWait)
+	case <-ctx.Done():
+		why = ctx.Err()
+	}
+	s.mu.Lock()
+	if s.waiters[key] == w {
+		delete(s.waiters, key)
+		if s.p != nil {
+			now := time.Now()
+			_ = s.p.Cancel(key.job, key.task, now)
+			s.settleLocked(now)
+		}
+		s.mu.Unlock()
+		return placement.Assignment{}, why
+	}
+	s.mu.Unlock()
+	// The assignment (or an error) was sent before we took the lock.
+	r := <-w.ch
+	if r.err != nil {
+		return r.a, r.err
+	}
+	if ctx.Err() != nil {
+		// Nobody will learn of the placement: release the slot (counted lost).
+		s.cancelPlaced([]placement.Assignment{r.a}, "request cancelled")
+		return placement.Assignment{}, ctx.Err()
+	}
+	return r.a, nil
+}
+
+// cancelPlaced releases placements the client will never see.
+func (s *Scheduler) cancelPlaced(as []placement.Assignment, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p == nil {
+		return
+	}
+	now := time.Now()
+	for _, a := range as {
+		if s.p.Cancel(a.Job, a.Task, now) == nil {
+			s.recordLostLocked([]placement.Lost{{Job: a.Job, Task: a.Task, Node: a.Node, Locality: a.Locality, Placed: a.Placed}}, reason, now)
+		}
+	}
+	s.settleLocked(now)
+}
+
+// DeferredNoSlot and DeferredTimeout are the Error of batch members that
+// were not placed (see PlaceBatch).
+const (
+	DeferredNoSlot  = "deferred: no free slot; complete running tasks and resubmit (the task keeps its place in the locality wait)"
+	DeferredTimeout = "deferred: no slot the task may use freed up in time; resubmit (the task keeps its place in the locality wait)"
+)
+
+// PlaceBatch places a whole stage (see placement.Placer.PlaceBatch: a
+// maximum matching of tasks to their preferred nodes' free slots, then
+// rack-local, then any, as the tasks' waits allow).
+//
+// The batch returns when every task is placed, or as soon as no alive node
+// has a free slot, or after Config.MaxQueueWait. While some node has a
+// free slot, the tasks left wait for it as their locality waits run out (a
+// data-local slot may also free up meanwhile): that wait always ends,
+// because a task whose waits are over takes any free slot. When no slot is
+// free, only a Complete can free one; the client holds the slots of the
+// tasks it already got and cannot complete them before the batch returns,
+// so waiting could deadlock: the tasks left come back with Error =
+// DeferredNoSlot (no Node), and are cancelled keeping their first-seen
+// time, so resubmitting them continues their locality waits. Errors (for
+// the whole batch): ErrBadRequest, ErrConflict (a task already queued or
+// running), ErrNoNode, ErrNotLeader, ErrUnavailable, ErrStopped, ctx's.
+func (s *Scheduler) PlaceBatch(ctx context.Context, req PlaceBatchRequest) (PlaceBatchResponse, error) {
+	if err := req.Validate(s.cfg.MaxWait, s.cfg.MaxBatchTasks); err != nil {
+		return PlaceBatchResponse{}, err
+	}
+	view, st, bs, err := s.viewForPlacement()
+	if err != nil {
+		return PlaceBatchResponse{}, err
+	}
+	n := len(req.Tasks)
+	tasks := make([]placement.Task, n)
+	ids := make([]string, 0, n*min(st.Replication, len(view.Members)))
+	var nbuf [placement.MaxPrefer]ring.Node
+	wait := st.wait(req.WaitMS)
+	for i := range req.Tasks {
+		start := len(ids)
+		if ids, _, err = s.prefer(view, st, bs, &req.Tasks[i].Split, nbuf[:0], ids); err != nil {
+			return PlaceBatchResponse{}, badRequest("tasks[%d] (%q): %v", i, req.Tasks[i].Task, stripBad(err))
+		}
+		tasks[i] = placement.Task{Job: req.Job, ID: req.Tasks[i].Task, Prefer: ids[start:len(ids):len(ids)], Wait: wait}
+	}
+
+	res := make([]placement.Assignment, n)
+	s.mu.Lock()
+	if err := s.leaderLocked(); err != nil {
+		s.mu.Unlock()
+		return PlaceBatchResponse{}, err
+	}
+	now := time.Now()
+	as, err := s.p.PlaceBatch(tasks, now)
+	if err != nil {
+		s.settleLocked(now)
+		s.mu.Unlock()
+		return PlaceBatchResponse{}, placeError(err)
+	}
+	// as is in input order: match it to the tasks.
+	var unplaced []int
+	j := 0
+	for i := range tasks {
+		if j < len(as) && as[j].Task == tasks[i].ID {
+			res[i] = as[j]
+			s.placedLocked(as[j])
+			j++
+		} else {
+			unplaced = append(unplaced, i)
+		}
+	}
+	var bw *batchWait
+	var ch chan result
+	if len(unplaced) > 0 {
+		bw = &batchWait{deferCh: make(chan struct{})}
+		ch = make(chan result, len(unplaced))
+		for _, i := range unplaced {
+			s.waiters[taskKey{req.Job, tasks[i].ID}] = &waiter{ch: ch, idx: i, batch: bw}
+		}
+		s.batches[bw] = struct{}{}
+	}
+	s.settleLocked(now)
+	s.mu.Unlock()
+
+	var reason string
+	if bw != nil {
+		if reason, err = s.awaitBatch(ctx, req.Job, tasks, unplaced, bw, ch, res); err != nil {
+			return PlaceBatchResponse{}, err
+		}
+	}
+	if err := s.persisted(ctx, s.seq.Load()); err != nil {
+		return PlaceBatchResponse{}, err
+	}
+	out := PlaceBatchResponse{Placements: make([]Placement, n)}
+	info := *s.info.Load()
+	for i := range res {
+		if res[i].Node == "" {
+			out.Placements[i] = Placement{Task: tasks[i].ID, Error: reason}
+			continue
+		}
+		out.Placements[i] = placementWith(info, res[i], view.Epoch)
+	}
+	return out, nil
+}
+
+// awaitBatch waits for the unplaced tasks of a batch (see PlaceBatch) and
+// fills res; it returns why the tasks still unplaced (Node "") were
+// deferred.
+func (s *Scheduler) awaitBatch(ctx context.Context, job string, tasks []placement.Task, unplaced []int, bw *batchWait, ch chan result, res []placement.Assignment) (string, error) {
+	timer := time.NewTimer(s.cfg.MaxQueueWait)
+	defer timer.Stop()
+	remaining := len(unplaced)
+	reason := DeferredNoSlot
+	var failure error
+	take := func(r result) {
+		remaining--
+		switch {
+		case r.err == nil:
+			res[r.idx] = r.a
+		case errors.Is(r.err, ErrNoNode): // this task is deferred, not the batch failed
+			reason = "deferred: " + r.err.Error()
+		default:
+			failure = r.err
+		}
+	}
+wait:
+	for remaining > 0 {
+		select {
+		case r := <-ch:
+			take(r)
+		case <-bw.deferCh:
+			break wait
+		case <-timer.C:
+			reason = DeferredTimeout
+			break wait
+		case <-ctx.Done():
+			failure = ctx.Err()
+			break wait
+		}
+	}
+	s.mu.Lock()
+	delete(s.batches, bw)
+	if remaining > 0 {
+		now := time.Now()
+		for _, i := range unplaced {
+			k := taskKey{job, tasks[i].ID}
+			if w := s.waiters[k]; w != nil && w.batch == bw {
+				delete(s.waiters, k)
+				if s.p != nil {
+					_ = s.p.Cancel(job, tasks[i].ID, now)
+				}
+			}
+		}
+		if s.p != nil {
+			s.settleLocked(now)
+		}
+	}
+	s.mu.Unlock()
+	// Collect what was delivered before we took the lock.
+	for remaining > 0 {
+		select {
+		case r := <-ch:
+			take(r)
+			continue
+		default:
+		}
+		break
+	}
+	if failure != nil {
+		// The client will not see these placements: release them.
+		var placed []placement.Assignment
+		for i := range res {
+			if res[i].Node != "" {
+				placed = append(placed, res[i])
+			}
+		}
+		if errors.Is(failure, ErrNotLeader) || errors.Is(failure, ErrStopped) {
+			return "", failure // the placer is gone with them
+		}
+		s.cancelPlaced(placed, "request cancelled")
+		return "", failure
+	}
+	return reason, nil
+}
+
+// Complete records a finished task: its slot is freed and its outcome
+// (bytes by source) is counted against the locality it was placed with.
+// Errors: ErrBadRequest, ErrNotFound (unknown job, or a task that is not
+// running: never placed, completed already, or lost), ErrConflict (the
+// task is still waiting for its placement), ErrNotLeader, ErrUnavailable,
+// ErrStopped.
+func (s *Scheduler) Complete(ctx context.Context, req CompleteRequest) (CompleteResponse, error) {
+	if err := req.Validate(); err != nil {
+		return CompleteResponse{}, err
+	}
+	t := CompleteTask{Task: req.Task, Bytes: req.Bytes, LocalHitBytes: req.LocalHitBytes, PeerHitBytes: req.PeerHitBytes, MissBytes: req.MissBytes, DurationMS: req.DurationMS}
+	s.mu.Lock()
+	if err := s.leaderLocked(); err != nil {
+		s.mu.Unlock()
+		return CompleteResponse{}, err
+	}
+	loc, err := s.p.Complete(req.Job, req.Task, t.outcome())
+	if err == nil {
+		s.markDirtyLocked(req.Job)
+		s.settleLocked(time.Now())
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return CompleteResponse{}, placeError(err)
+	}
+	if err := s.persisted(ctx, s.seq.Load()); err != nil {
+		return CompleteResponse{}, err
+	}
+	return CompleteResponse{Job: req.Job, Task: req.Task, Locality: loc.String()}, nil
+}
+
+// CompleteBatch completes several tasks of one job in one call. Each task
+// gets its own result (a task the scheduler does not hold does not fail
+// the others); the call itself fails only for bad input or when this
+// scheduler cannot record anything (ErrNotLeader, ErrUnavailable,
+// ErrStopped).
+func (s *Scheduler) CompleteBatch(ctx context.Context, req CompleteBatchRequest) (CompleteBatchResponse, error) {
+	if err := req.Validate(s.cfg.MaxBatchTasks); err != nil {
+		return CompleteBatchResponse{}, err
+	}
+	out := CompleteBatchResponse{Results: make([]CompleteResult, len(req.Tasks))}
+	s.mu.Lock()
+	if err := s.leaderLocked(); err != nil {
+		s.mu.Unlock()
+		return CompleteBatchResponse{}, err
+	}
+	done := 0
+	for i := range req.Tasks {
+		t := &req.Tasks[i]
+		loc, err := s.p.Complete(req.Job, t.Task, t.outcome())
+		if err != nil {
+			err = placeError(err)
+			out.Results[i] = CompleteResult{Task: t.Task, Error: err.Error(), Status: StatusOf(err)}
+			continue
+		}
+		done++
+		out.Results[i] = CompleteResult{Task: t.Task, Locality: loc.String(), Status: http.StatusOK}
+	}
+	if done > 0 {
+		s.markDirtyLocked(req.Job)
+		s.settleLocked(time.Now())
+	}
+	s.mu.Unlock()
+	if err := s.persisted(ctx, s.seq.Load()); err != nil {
+		return CompleteBatchResponse{}, err
+	}
+	return out, nil
+}
+
+// JobCounters returns a job's counters; job "" means every job together.
+// On a follower they are read from etcd (the leader persists them before
+// answering each call). Errors: ErrNotFound, ErrUnavailable.
+func (s *Scheduler) JobCounters(ctx context.Context, job string) (JobCounters, error) {
+	if job != "" {
+		if err := checkName("job", job); err != nil {
+			return JobCounters{}, err
+		}
+	}
+	s.mu.Lock()
+	if s.p != nil {
+		c, err := s.p.Counters(job)
+		s.mu.Unlock()
+		if err != nil {
+			return JobCounters{}, fmt.Errorf("%w: job %q: no task of it was placed here (or it was forgotten under the job limit)", ErrNotFound, job)
+		}
+		return countersFrom(job, c), nil
+	}
+	s.mu.Unlock()
+	if s.ha != nil {
+		c, err := s.ha.loadCounters(ctx, job)
+		if err != nil {
+			return JobCounters{}, err
+		}
+		return countersFrom(job, c), nil
+	}
+	return JobCounters{}, fmt.Errorf("%w: not started", ErrUnavailable)
+}
+
+// Jobs lists the jobs with counters (on the leader; empty elsewhere).
+func (s *Scheduler) Jobs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p == nil {
+		return []string{}
+	}
+	return s.p.Jobs()
+}
+
+// Lost returns the most recently lost tasks (of job, or all jobs for ""),
+// oldest first.
+func (s *Scheduler) Lost(job string) []LostTask {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]LostTask, 0)
+	n := len(s.lost)
+	for i := 0; i < n; i++ {
+		l := s.lost[(s.lostNext+i)%n]
+		if job == "" || l.Job == job {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Ring returns the members the scheduler sees, with slot usage.
+func (s *Scheduler) Ring() RingStatus {
+	st := s.settings.Load()
+	out := RingStatus{
+		Replication: st.Replication,
+		Scheduler:   s.cfg.NodeID,
+		Leader:      s.IsLeader(),
+		Standalone:  s.ha == nil,
+		Members:     []RingMember{},
+	}
+	if st.LocalityWait > 0 {
+		out.LocalityMS = st.LocalityWait.Milliseconds()
+	}
+	if l, ok := s.Leader(); ok {
+		out.LeaderHTTP = l.HTTP
+	}
+	if s.mem == nil {
+		return out
+	}
+	view := s.mem.View()
+	out.Epoch, out.Generation = view.Epoch, view.Generation
+	out.BlockSize, _ = s.blockSize(view, st)
+	var status map[string]placement.NodeStatus
+	s.mu.Lock()
+	if s.p != nil {
+		nodes := s.p.Nodes()
+		status = make(map[string]placement.NodeStatus, len(nodes))
+		for _, n := range nodes {
+			status[n.ID] = n
+		}
+	}
+	s.mu.Unlock()
+	var shares []float64
+	if view.Ring != nil {
+		shares = view.Ring.Shares()
+	}
+	for _, m := range view.Members {
+		rm := RingMember{
+			Node: m.ID, Rack: m.Rack, State: string(m.State), Role: string(m.Role),
+			Address: m.GRPCAddr, HTTPAddress: m.HTTPAddr, Slots: m.Slots, CapacityBytes: m.CapacityBytes,
+		}
+		if ns, ok := status[m.ID]; ok {
+			rm.SlotsInUse, rm.Waiting = ns.Used, ns.Waiting
+			delete(status, m.ID)
+		}
+		if view.Ring != nil {
+			if i, ok := view.Ring.Index(m.ID); ok && i < len(shares) {
+				rm.Share = shares[i]
+			}
+		}
+		out.Members = append(out.Members, rm)
+	}
+	// Nodes the placer still counts tasks on but the gossip dropped.
+	for _, ns := range status {
+		if ns.Used > 0 {
+			out.Members = append(out.Members, RingMember{Node: ns.ID, Rack: ns.Rack, State: "dead", Role: "cache", Slots: ns.Slots, SlotsInUse: ns.Used})
+		}
+	}
+	return out
+}
+
+// ---------------------------------------------------------------------
+// The placer's loop: everything below runs with mu held.
+
+// placedLocked notes a placement made and answered now.
+func (s *Scheduler) placedLocked(a placement.Assignment) {
+	s.metrics.placementWait.Observe(a.Waited().Seconds())
+	s.markDirtyLocked(a.Job)
+}
+
+// settleLocked runs after every call that changed the placer: Advance, and
+// hand the assignments to the requests waiting for them; fail waiters when
+// no alive node has slots; release batches when no slot is free (see
+// PlaceBatch); re-arm the timer when the next deadline moved earlier.
+func (s *Scheduler) settleLocked(now time.Time) {
+	if s.p == nil {
+		return
+	}
+	for range 8 {
+		as := s.p.Advance(now)
+		if len(as) == 0 {
+			break
+		}
+		var orphans []placement.Assignment
+		for _, a := range as {
+			k := taskKey{a.Job, a.Task}
+			w := s.waiters[k]
+			if w == nil {
+				// Every queued task has a waiter; a task whose waiter left
+				// was cancelled. Defensive: release it.
+				orphans = append(orphans, a)
+				continue
+			}
+			delete(s.waiters, k)
+			s.placedLocked(a)
+			w.ch <- result{a: a, idx: w.idx}
+		}
+		if len(orphans) == 0 {
+			break
+		}
+		for _, a := range orphans {
+			s.log.Error("scheduler: placement of a task nobody waits for; releasing it", "job", a.Job, "task", a.Task, "node", a.Node)
+			_ = s.p.Cancel(a.Job, a.Task, now)
+		}
+	}
+	if len(s.waiters) > 0 && s.aliveSlots == 0 {
+		err := fmt.Errorf("%w: no alive cache node with slots is left", ErrNoNode)
+		for k, w := range s.waiters {
+			delete(s.waiters, k)
+			_ = s.p.Cancel(k.job, k.task, now)
+			w.ch <- result{err: err, idx: w.idx}
+		}
+	}
+	if len(s.batches) > 0 && s.freeSlotsLocked() == 0 {
+		for b := range s.batches {
+			b.release()
+			delete(s.batches, b)
+		}
+	}
+	if next, ok := s.p.NextDeadline(); ok && (s.armed.IsZero() || next.Before(s.armed)) {
+		s.armed = next
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// freeSlotsLocked counts the free slots of alive nodes.
+func (s *Scheduler) freeSlotsLocked() int {
+	free := 0
+	for _, n := range s.p.Nodes() {
+		if n.State == placement.Alive && n.Used < n.Slots {
+			free += n.Slots - n.Used
+		}
+	}
+	return free
+}
+
+// failWaitersLocked ends every wait with err (leadership lost, shutdown).
+func (s *Scheduler) failWaitersLocked(err error) {
+	for k, w := range s.waiters {
+		delete(s.waiters, k)
+		w.ch <- result{err: err, idx: w.idx}
+	}
+	for b := range s.batches {
+		delete(s.batches, b)
+	}
+}
+
+// markDirtyLocked notes that a job's counters changed (for persistence).
+func (s *Scheduler) markDirtyLocked(job string) {
+	if s.ha == nil {
+		return
+	}
+	s.dirty[job] = struct{}{}
+	s.dirtyGlobal = true
+	s.seq.Add(1)
+	s.ha.kickPersist()
+}
+
+// recordLostLocked counts, logs and remembers lost tasks.
+func (s *Scheduler) recordLostLocked(lost []placement.Lost, reason string, now time.Time) {
+	if len(lost) == 0 {
+		return
+	}
+	perNode := map[string]int{}
+	for _, l := range lost {
+		perNode[l.Node]++
+		s.markDirtyLocked(l.Job)
+		if s.cfg.LostLog <= 0 {
+			continue
+		}
+		e := LostTask{Job: l.Job, Task: l.Task, Node: l.Node, Locality: l.Locality.String(), Placed: l.Placed, Lost: now, Reason: reason}
+		if len(s.lost) < s.cfg.LostLog {
+			s.lost = append(s.lost, e)
+		} else {
+			s.lost[s.lostNext] = e
+			s.lostNext = (s.lostNext + 1) % len(s.lost)
+		}
+	}
+	for node, n := range perNode {
+		s.log.Warn("scheduler: running tasks lost", "node", node, "tasks", n, "reason", reason)
+	}
+}
+
+// timerLoop is the one goroutine that wakes the placer when a queued
+// task's locality wait ends (placement.Placer.NextDeadline).
+func (s *Scheduler) timerLoop() {
+	defer s.wg.Done()
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	for {
+		fired := false
+		select {
+		case <-s.stop:
+			t.Stop()
+			return
+		case <-s.kick:
+		case <-t.C:
+			fired = true
+		}
+		s.mu.Lock()
+		var armed time.Time
+		if s.p != nil {
+			if fired {
+				s.settleLocked(time.Now())
+			}
+			if next, ok := s.p.NextDeadline(); ok {
+				armed = next
+			}
+		}
+		s.armed = armed
+		s.mu.Unlock()
+		t.Stop()
+		if !armed.IsZero() {
+			t.Reset(max(time.Until(armed), 0))
+		}
+	}
+}
+
+// membershipLoop applies every new View to the placer.
+func (s *Scheduler) membershipLoop(ctx context.Context) {
+	defer s.wg.Done()
+	var last *membership.View
+	for {
+		v, err := s.mem.WaitFor(ctx, func(v *membership.View) bool { return v != last })
+		if err != nil {
+			return
+		}
+		last = v
+		s.applyView(v)
+	}
+}
+
+// nodesOf turns a View into the placer's nodes: every cache member, alive
+// (placeable) or draining, with its rack and slots. Members not listed
+// (dead, left) are removed by SetNodes.
+func nodesOf(v *membership.View) ([]placement.Node, int) {
+	nodes := make([]placement.Node, 0, len(v.Members))
+	alive := 0
+	for _, m := range v.Members {
+		if m.IsObserver() {
+			continue
+		}
+		st := placement.Draining
+		if m.Placeable() {
+			st = placement.Alive
+			alive += m.Slots
+		}
+		nodes = append(nodes, placement.Node{ID: m.ID, Rack: m.Rack, Slots: m.Slots, State: st})
+	}
+	return nodes, alive
+}
+
+// applyView applies a View: node addresses for answers, then the placer's
+// nodes; running tasks of nodes that died or left are reported lost.
+func (s *Scheduler) applyView(v *membership.View) {
+	info := make(map[string]membership.Member, len(v.Members))
+	for id, m := range *s.info.Load() {
+		info[id] = m // keep departed nodes' addresses for late answers
+	}
+	for _, m := range v.Members {
+		info[m.ID] = m
+	}
+	if len(info) > 4*len(v.Members)+64 { // bound the departed
+		info = make(map[string]membership.Member, len(v.Members))
+		for _, m := range v.Members {
+			info[m.ID] = m
+		}
+	}
+	s.info.Store(&info)
+
+	nodes, alive := nodesOf(v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applied, s.aliveSlots = v, alive
+	if s.p == nil {
+		return
+	}
+	now := time.Now()
+	lost, err := s.p.SetNodes(nodes, now)
+	if err != nil {
+		s.log.Error("scheduler: cannot apply the membership", "err", err)
+		return
+	}
+	s.recordLostLocked(lost, "node died or left", now)
+	s.settleLocked(now)
+}
+
+// install makes p the placement state (this scheduler starts placing).
+func (s *Scheduler) install(p *placement.Placer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return ErrStopped
+	}
+	if s.applied != nil {
+		nodes, _ := nodesOf(s.applied)
+		if _, err := p.SetNodes(nodes, time.Now()); err != nil {
+			return err
+		}
+	}
+	s.p = p
+	s.armed = time.Time{}
+	s.isLeader.Store(true)
+	s.setServing(true)
+	s.settleLocked(time.Now())
+	return nil
+}
+
+// uninstall drops the placement state (leadership lost or shutdown):
+// waiting requests get err.
+func (s *Scheduler) uninstall(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.isLeader.Store(false)
+	s.p = nil
+	s.failWaitersLocked(err)
+	clear(s.dirty)
+	s.dirtyGlobal = false
+	s.setServing(false)
+}
+
+// ---------------------------------------------------------------------
+// Answers.
+
+func (s *Scheduler) placementOf(a placement.Assignment, epoch uint64) Placement {
+	return placementWith(*s.info.Load(), a, epoch)
+}
+
+func placementWith(info map[string]membership.Member, a placement.Assignment, epoch uint64) Placement {
+	m := info[a.Node]
+	return Placement{
+		Task: a.Task, Node: a.Node, Address: m.GRPCAddr, HTTPAddress: m.HTTPAddr, Rack: a.Rack,
+		Locality: a.Locality.String(), Owner: a.Owner, RingEpoch: epoch, WaitedMS: a.Waited().Milliseconds(),
+	}
+}
+
+// persisted waits until the counter changes up to seq are in etcd (a
+// no-op when standalone).
+func (s *Scheduler) persisted(ctx context.Context, seq uint64) error {
+	if s.ha == nil {
+		return nil
+	}
+	return s.ha.waitPersisted(ctx, seq)
+}

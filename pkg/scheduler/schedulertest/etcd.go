@@ -1,0 +1,169 @@
+package schedulertest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// EtcdEnv names an environment variable choosing the etcd StartEtcd
+// starts: "binary" (Debian's etcd-server, or the path in LOCUS_ETCD; the
+// test fails if it is missing), "embed" (go.etcd.io/etcd/server/v3/embed
+// in the test process), or unset: the binary when one is found, else the
+// embedded server. Client v3.7 works with Debian's etcd 3.4.23 (election,
+// leases, transactions, watches).
+const EtcdEnv = "LOCUS_ETCD_MODE"
+
+// Etcd is a running single-member etcd on loopback.
+type Etcd struct {
+	Endpoints []string
+	// Kind is "binary <path>" or "embed".
+	Kind string
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// StartEtcd starts an etcd for the test (see EtcdEnv) and stops it when
+// the test ends.
+func StartEtcd(t testing.TB) *Etcd {
+	t.Helper()
+	mode := os.Getenv(EtcdEnv)
+	path := os.Getenv("LOCUS_ETCD")
+	if path == "" {
+		path = "etcd"
+	}
+	bin, lookErr := exec.LookPath(path)
+	switch {
+	case mode == "embed" || (mode == "" && lookErr != nil):
+		return startEmbedded(t)
+	case lookErr != nil:
+		t.Fatalf("%s=binary but no etcd binary: %v (install Debian's etcd-server or set LOCUS_ETCD)", EtcdEnv, lookErr)
+	}
+	return startBinary(t, bin)
+}
+
+func startBinary(t testing.TB, bin string) *Etcd {
+	t.Helper()
+	dir := t.TempDir()
+	cport, pport := FreePort(t), FreePort(t)
+	curl := fmt.Sprintf("http://127.0.0.1:%d", cport)
+	purl := fmt.Sprintf("http://127.0.0.1:%d", pport)
+	logPath := filepath.Join(dir, "etcd.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin,
+		"--name", "default",
+		"--data-dir", filepath.Join(dir, "data"),
+		"--listen-client-urls", curl, "--advertise-client-urls", curl,
+		"--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
+		"--initial-cluster", "default="+purl,
+		"--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logf.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(logPath); err == nil && len(b) > 0 {
+				t.Logf("etcd log:\n%s", tail(b, 4000))
+			}
+		}
+	})
+	e := &Etcd{Endpoints: []string{curl}, Kind: "binary " + bin}
+	waitEtcd(t, e)
+	return e
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+func startEmbedded(t testing.TB) *Etcd {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Dir = filepath.Join(t.TempDir(), "etcd")
+	cport, pport := FreePort(t), FreePort(t)
+	cu, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", cport))
+	pu, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", pport))
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.LogLevel = "error"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatalf("embedded etcd: %v", err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		t.Fatal("embedded etcd not ready within 30s")
+	}
+	out := &Etcd{Endpoints: []string{cu.String()}, Kind: "embed"}
+	waitEtcd(t, out)
+	return out
+}
+
+// waitEtcd waits until the etcd answers a read.
+func waitEtcd(t testing.TB, e *Etcd) {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := cli.Get(ctx, "/health")
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("etcd (%s) at %v not answering within 30s: %v", e.Kind, e.Endpoints, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Client returns an etcd client of e, closed when the test ends.
+func (e *Etcd) Client(t testing.TB) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
