@@ -100,7 +100,7 @@ type fixture struct {
 	empty origin.Info // s3://bkt/empty
 }
 
-func newFixture(t *testing.T, mutate func(*Config)) *fixture {
+func newFixture(t testing.TB, mutate func(*Config)) *fixture {
 	t.Helper()
 	m := origintest.NewMemStore()
 	f := &fixture{store: m, data: testData(1000, 1)}
@@ -130,7 +130,7 @@ func (f *fixture) do(method, target string, hdr ...string) *httptest.ResponseRec
 	return w
 }
 
-func parseError(t *testing.T, body []byte) errorDoc {
+func parseError(t testing.TB, body []byte) errorDoc {
 	t.Helper()
 	var e errorDoc
 	if err := xml.Unmarshal(body, &e); err != nil {
