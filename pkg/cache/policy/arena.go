@@ -9,6 +9,7 @@ type node struct {
 	key        uint64
 	prev, next int32 // neighbours in the node's queue; nilIdx at the ends
 	queue      uint8 // which queue holds the node (policy-specific)
+	phantom    bool  // tracked by the policy but not stored by the caller (see tinyLFU.adopt)
 }
 
 // arena is a fixed pool of nodes with a free list threaded through next.
@@ -60,6 +61,19 @@ func (l *list) pushBack(nodes []node, i int32) {
 		l.head = i
 	}
 	l.tail = i
+	l.len++
+}
+
+// pushFront links node i at the LRU end.
+func (l *list) pushFront(nodes []node, i int32) {
+	n := &nodes[i]
+	n.prev, n.next = nilIdx, l.head
+	if l.head != nilIdx {
+		nodes[l.head].prev = i
+	} else {
+		l.tail = i
+	}
+	l.head = i
 	l.len++
 }
 

@@ -12,5 +12,10 @@ func New(capacity int, seed uint64) (Policy, error) {
 	}
 	p := newTinyLFU(capacity, seed, tunerWindows[initialWindow])
 	p.tuner = newTuner(capacity, seed)
+	if p.tuner.full {
+		// Every key is sampled: the live policy counts in the shadows'
+		// sketch, which the tuner increments once per access.
+		p.freq, p.counts = p.tuner.freq, false
+	}
 	return p, nil
 }

@@ -10,7 +10,7 @@ import "math/bits"
 // increments every counter is halved (aging), so the sketch tracks recent
 // popularity rather than all-time counts.
 //
-// Memory: one 8-byte word per resident key (rounded up to a power of two).
+// Memory: two 8-byte words per key of capacity (rounded up to a power of two).
 type sketch struct {
 	table      []uint64
 	blockMask  uint64
@@ -24,16 +24,26 @@ const (
 	oneMask   = 0x1111111111111111 // the low bit of each counter
 )
 
-func newSketch(capacity int, seed uint64) sketch {
-	words := uint64(1) << bits.Len64(uint64(capacity-1))
+// Sketch sizing: sketchWords words (16 counters each) per key of capacity,
+// halving every sketchPeriod x capacity increments. Two words per key
+// measured better than Caffeine's one (fewer collisions: 10 misses of the bar
+// on the shared traces instead of 13); four or more, or a shorter or longer
+// period, measured worse.
+const (
+	sketchWords  = 2
+	sketchPeriod = 10
+)
+
+func newSketch(capacity int, seed uint64) *sketch {
+	words := uint64(1) << bits.Len64(uint64(sketchWords*capacity-1))
 	if words < 8 {
 		words = 8
 	}
-	return sketch{
+	return &sketch{
 		table:      make([]uint64, words),
 		blockMask:  words/8 - 1,
 		seed:       seed,
-		sampleSize: 10 * capacity,
+		sampleSize: sketchPeriod * capacity,
 	}
 }
 

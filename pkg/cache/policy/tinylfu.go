@@ -23,7 +23,8 @@ const (
 type tinyLFU struct {
 	arena
 	idx    table
-	freq   sketch
+	freq   *sketch // shared with the tuner's shadows when the tuner samples every key
+	counts bool    // Touch increments freq (false when the tuner does it for all)
 	window list
 	prob   list
 	prot   list
@@ -35,6 +36,8 @@ type tinyLFU struct {
 	rng uint64 // SplitMix64 state for the 1-in-128 admission of popular candidates
 
 	tuner *tuner // nil for a fixed window (the tuner's shadows)
+
+	phantoms int // nodes with phantom set: tracked, not stored (after adopt)
 }
 
 func newTinyLFU(capacity int, seed uint64, windowFrac float64) *tinyLFU {
@@ -42,6 +45,7 @@ func newTinyLFU(capacity int, seed uint64, windowFrac float64) *tinyLFU {
 		arena:  newArena(capacity + 1), // one spare: Insert links before it evicts
 		idx:    newTable(capacity+1, mix64(seed^0x6c6f637573)),
 		freq:   newSketch(capacity, mix64(seed^0x736b65746368)),
+		counts: true,
 		window: newList(),
 		prob:   newList(),
 		prot:   newList(),
@@ -61,18 +65,30 @@ func (p *tinyLFU) setWindow(frac float64) {
 }
 
 func (p *tinyLFU) Name() string { return "locus" }
-func (p *tinyLFU) Len() int     { return p.window.len + p.prob.len + p.prot.len }
-func (p *tinyLFU) Cap() int     { return p.limit }
+func (p *tinyLFU) Len() int     { return p.size() - p.phantoms }
+
+// size is the number of nodes in the queues, stored or phantom: what the
+// eviction logic holds to the capacity.
+func (p *tinyLFU) size() int { return p.window.len + p.prob.len + p.prot.len }
+func (p *tinyLFU) Cap() int  { return p.limit }
 
 func (p *tinyLFU) Touch(key uint64) bool {
 	if p.tuner != nil {
 		p.tuner.access(p, key)
 	}
-	p.freq.increment(key)
-	i := p.idx.get(p.nodes, key)
-	if i == nilIdx {
-		return false
+	if p.counts {
+		p.freq.increment(key)
 	}
+	i := p.idx.get(p.nodes, key)
+	if i == nilIdx || p.nodes[i].phantom {
+		return false // a phantom is reordered when the caller inserts it
+	}
+	p.reorder(i)
+	return true
+}
+
+// reorder records a hit on node i.
+func (p *tinyLFU) reorder(i int32) {
 	switch n := &p.nodes[i]; n.queue {
 	case qWindow:
 		p.window.moveToBack(p.nodes, i)
@@ -84,11 +100,17 @@ func (p *tinyLFU) Touch(key uint64) bool {
 	default:
 		p.prot.moveToBack(p.nodes, i)
 	}
-	return true
 }
 
 func (p *tinyLFU) Insert(key uint64, victims []uint64) ([]uint64, bool) {
-	if p.idx.get(p.nodes, key) != nilIdx {
+	if i := p.idx.get(p.nodes, key); i != nilIdx {
+		if n := &p.nodes[i]; n.phantom {
+			// The policy kept a place for key: it is stored now, and the
+			// access counts as the hit it was for the adopted shadow.
+			n.phantom = false
+			p.phantoms--
+			p.reorder(i)
+		}
 		return victims, true
 	}
 	i := p.alloc(key, qWindow)
@@ -117,14 +139,20 @@ func (p *tinyLFU) queueOf(i int32) *list {
 
 // drop unlinks node i, forgets its key and frees it.
 func (p *tinyLFU) drop(i int32) {
+	if p.nodes[i].phantom {
+		p.phantoms--
+	}
 	p.queueOf(i).unlink(p.nodes, i)
 	p.idx.del(p.nodes[i].key, i)
 	p.release(i)
 }
 
-// evictNode drops node i and reports its key as a victim.
+// evictNode drops node i and reports its key as a victim unless it was a
+// phantom (never stored).
 func (p *tinyLFU) evictNode(i int32, victims []uint64) []uint64 {
-	victims = append(victims, p.nodes[i].key)
+	if !p.nodes[i].phantom {
+		victims = append(victims, p.nodes[i].key)
+	}
 	p.drop(i)
 	return victims
 }
@@ -147,7 +175,7 @@ func (p *tinyLFU) mainVictim() int32 {
 func (p *tinyLFU) evict(victims []uint64) []uint64 {
 	if p.window.len > p.windowMax {
 		cand := p.window.head
-		if p.Len() <= p.limit {
+		if p.size() <= p.limit {
 			p.toProbation(cand)
 		} else if victim := p.mainVictim(); victim == nilIdx {
 			victims = p.evictNode(cand, victims)
@@ -158,7 +186,7 @@ func (p *tinyLFU) evict(victims []uint64) []uint64 {
 			victims = p.evictNode(cand, victims)
 		}
 	}
-	for p.Len() > p.limit {
+	for p.size() > p.limit {
 		victim := p.mainVictim()
 		if victim == nilIdx {
 			victim = p.window.head
@@ -204,4 +232,80 @@ func (p *tinyLFU) demote() {
 		p.nodes[i].queue = qProbation
 		p.prob.pushBack(p.nodes, i)
 	}
+}
+
+// adopt makes p a copy of the shadow b (same capacity, no phantoms) while
+// keeping p's contract with the caller, who stores p's keys: b's keys that
+// the caller does not store become phantoms (tracked, reported as misses,
+// kept in place when inserted), and the caller's keys that b does not hold
+// take the places of phantoms at probation's LRU end, first in line for
+// eviction. keys is scratch space for Len() keys. It reports whether it
+// adopted (the capacities must match). O(capacity).
+func (p *tinyLFU) adopt(b *tinyLFU, keys []uint64) bool {
+	if len(p.nodes) != len(b.nodes) || len(p.idx.slots) != len(b.idx.slots) || len(p.freq.table) != len(b.freq.table) {
+		return false
+	}
+	keys = keys[:0]
+	for _, l := range []*list{&p.window, &p.prob, &p.prot} {
+		for i := l.head; i != nilIdx; i = p.nodes[i].next {
+			if !p.nodes[i].phantom {
+				keys = append(keys, p.nodes[i].key)
+			}
+		}
+	}
+	copy(p.nodes, b.nodes)
+	p.free = b.free
+	copy(p.idx.slots, b.idx.slots)
+	p.idx.seed = b.idx.seed
+	if p.freq != b.freq {
+		copy(p.freq.table, b.freq.table)
+		p.freq.seed, p.freq.size = b.freq.seed, b.freq.size
+	}
+	p.window, p.prob, p.prot = b.window, b.prob, b.prot
+	p.windowMax, p.protMax, p.rng = b.windowMax, b.protMax, b.rng
+	p.phantoms = p.size()
+	for _, l := range []*list{&p.window, &p.prob, &p.prot} {
+		for i := l.head; i != nilIdx; i = p.nodes[i].next {
+			p.nodes[i].phantom = true
+		}
+	}
+	// Keep the caller's keys b holds; collect the others at the front.
+	doomed := 0
+	for _, k := range keys {
+		if i := p.idx.get(p.nodes, k); i != nilIdx {
+			p.nodes[i].phantom = false
+			p.phantoms--
+		} else {
+			keys[doomed] = k
+			doomed++
+		}
+	}
+	// Give each doomed key a phantom's place, or a free node, at the LRU end
+	// of probation. Phantoms are taken from the LRU ends first.
+	lists := []*list{&p.prob, &p.window, &p.prot}
+	li, cur := 0, p.prob.head
+	for _, k := range keys[:doomed] {
+		for li < len(lists) && (cur == nilIdx || !p.nodes[cur].phantom) {
+			if cur == nilIdx {
+				if li++; li < len(lists) {
+					cur = lists[li].head
+				}
+				continue
+			}
+			cur = p.nodes[cur].next
+		}
+		var i int32
+		if li < len(lists) {
+			i, cur = cur, p.nodes[cur].next
+			p.idx.del(p.nodes[i].key, i)
+			p.queueOf(i).unlink(p.nodes, i)
+			p.nodes[i].key, p.nodes[i].phantom, p.nodes[i].queue = k, false, qProbation
+			p.phantoms--
+		} else {
+			i = p.alloc(k, qProbation)
+		}
+		p.idx.put(k, i)
+		p.prob.pushFront(p.nodes, i)
+	}
+	return true
 }

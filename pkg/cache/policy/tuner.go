@@ -7,8 +7,8 @@ import "math"
 var tunerWindows = [...]float64{0.01, 0.03, 0.10, 0.30, 0.60, 0.99}
 
 const (
-	initialWindow = 0 // index into tunerWindows: start as Caffeine does, with a 1% window
-	maxShadow     = 1024
+	initialWindow = 0    // index into tunerWindows: start as Caffeine does, with a 1% window
+	maxShadow     = 2048 // keys per shadow; a larger cache samples its keys
 	periodPerKey  = 2    // decide every periodPerKey x shadow-capacity sampled accesses
 	scoreDecay    = 0.99 // per decision: the scores remember about 100 periods
 	minGain       = 0.001
@@ -31,10 +31,12 @@ type tuner struct {
 	threshold uint64 // otherwise, a key is sampled iff hash(key ^ seed) < threshold
 	seed      uint64
 
-	shadows [len(tunerWindows)]*tinyLFU
-	scores  [len(tunerWindows)]float64 // decayed hits per shadow
-	acc     float64                    // decayed sampled accesses
-	victims []uint64                   // scratch for the shadows' Insert
+	shadows []*tinyLFU
+	scores  []float64 // decayed hits per shadow
+	acc     float64   // decayed sampled accesses
+	victims []uint64  // scratch for the shadows' Insert
+	keys    []uint64  // scratch for adopt (full sampling only)
+	freq    *sketch   // the shadows' shared frequency sketch
 
 	n      int // sampled accesses since the last decision
 	period int // sampled accesses between decisions
@@ -46,13 +48,20 @@ func newTuner(capacity int, seed uint64) *tuner {
 	size := capacity
 	if capacity <= maxShadow {
 		t.full = true
+		t.keys = make([]uint64, 0, capacity+1)
 	} else {
 		size = maxShadow
 		t.threshold = uint64(float64(size) / float64(capacity) * (1 << 63) * 2)
 	}
+	// The sketch counts every sampled access whatever the window, so the
+	// shadows share one, counted here once per access.
+	t.freq = newSketch(size, mix64(seed^0x736b65746368))
 	for i, f := range tunerWindows {
-		t.shadows[i] = newTinyLFU(size, mix64(seed+uint64(i)+1), f)
+		s := newTinyLFU(size, mix64(seed+uint64(i)+1), f)
+		s.freq, s.counts = t.freq, false
+		t.shadows = append(t.shadows, s)
 	}
+	t.scores = make([]float64, len(t.shadows))
 	t.period = max(16, periodPerKey*size)
 	return t
 }
@@ -63,6 +72,7 @@ func (t *tuner) access(live *tinyLFU, key uint64) {
 	if !t.full && mix64(key^t.seed) >= t.threshold {
 		return
 	}
+	t.freq.increment(key)
 	for i, s := range t.shadows {
 		if s.Touch(key) {
 			t.scores[i]++
@@ -84,7 +94,9 @@ func (t *tuner) access(live *tinyLFU, key uint64) {
 	gain := t.scores[best] - t.scores[t.cur]
 	if best != t.cur && gain > minGain*t.acc && gain > minSigmas*math.Sqrt(min(t.scores[best]+t.scores[t.cur], 2*t.acc-t.scores[best]-t.scores[t.cur])) {
 		t.cur = best
-		live.setWindow(tunerWindows[best])
+		if !t.full || !live.adopt(t.shadows[best], t.keys) {
+			live.setWindow(tunerWindows[best])
+		}
 	}
 	for i := range t.scores {
 		t.scores[i] *= scoreDecay
