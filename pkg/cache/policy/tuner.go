@@ -20,8 +20,9 @@ const (
 // Simulations", USENIX ATC 2017; Caffeine's MiniSim climber). It replays a
 // spatially hashed sample of the keys (all keys when the cache holds at most
 // maxShadow) through one shadow W-TinyLFU per candidate window size, each
-// with capacity scaled to the sample, and every period points the live window
-// at the shadow with the most recent hits, when that shadow leads the current
+// with capacity scaled to the sample, and every period moves the live cache
+// to the shadow with the most recent hits (adopting its state when every key
+// is sampled, else taking its window size), when that shadow leads the current
 // one clearly: by at least minGain of the (decayed) sampled accesses and by
 // minSigmas standard deviations (the square root of the smaller of the two
 // shadows' summed hits and summed misses). The hysteresis matters: every
