@@ -27,7 +27,7 @@ func TestCacheSimTable(t *testing.T) {
 		t.Fatalf("cache-sim: %v (stderr %s)", err, errOut.String())
 	}
 	s := out.String()
-	for _, want := range []string{"6 accesses, 3 distinct keys", "locus", "lru", "arc", "wtinylfu", "belady", "gap"} {
+	for _, want := range []string{"6 accesses, 3 distinct keys", "locus", "lru", "arc", "wtinylfu", "belady", "best baseline"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRunValidates(t *testing.T) {
@@ -83,5 +84,17 @@ func TestPolicyNames(t *testing.T) {
 		if !c.Access(5) {
 			t.Errorf("%s with capacity 1 missed a repeated key", n)
 		}
+	}
+}
+
+func TestRunReportsProgress(t *testing.T) {
+	tr := &Trace{Name: "p", Keys: hashed(1, 2, 3, 1, 2, 3), Distinct: 3}
+	var buf bytes.Buffer
+	_, err := Run(tr, Options{Policies: []string{"lru", NameBelady}, Capacities: []int{1, 2}, Progress: &buf, ProgressEvery: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "cache-sim: p: ") || !strings.Contains(buf.String(), "replays done") {
+		t.Errorf("progress output %q", buf.String())
 	}
 }

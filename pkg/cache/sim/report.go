@@ -77,7 +77,7 @@ func WriteTable(w io.Writer, defaultName string, rs []Result) error {
 		head = append(head, n)
 	}
 	if withGap {
-		head = append(head, "gap to best baseline")
+		head = append(head, "locus vs best baseline (pts)")
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, r := range rows {
