@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -174,6 +175,8 @@ func New(cfg Config) (n *Node, err error) {
 	n.peers = newPeerPool(creds, cfg.PeerIdleTimeout, cfg.PeerBackoff, n.log, n.metrics)
 
 	opts := []grpc.ServerOption{
+		grpc.ForceServerCodecV2(Codec{}),
+		experimental.BufferPool(pool),
 		grpc.InitialWindowSize(peerWindow),
 		grpc.InitialConnWindowSize(peerWindow),
 		grpc.WriteBufferSize(256 << 10),

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 
@@ -71,7 +72,8 @@ func PeerDialOptions(creds credentials.TransportCredentials) []grpc.DialOption {
 		grpc.WithInitialConnWindowSize(peerWindow),
 		grpc.WithReadBufferSize(256 << 10),
 		grpc.WithWriteBufferSize(64 << 10),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsg)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsg), grpc.ForceCodecV2(Codec{})),
+		experimental.WithBufferPool(pool),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
@@ -177,32 +179,18 @@ func (p *peerPool) read(ctx context.Context, m membership.Member, obj cache.Obje
 	if err != nil {
 		return 0, sum, p.streamErr(sctx, err)
 	}
-	resp := new(cachev1.ReadRangeResponse)
+	var resp RawResponse
+	defer resp.Release()
 	for {
-		resp.Reset()
-		if err := stream.RecvMsg(resp); err != nil {
+		if err := stream.RecvMsg(&resp); err != nil {
 			if err == io.EOF {
 				return got, sum, fmt.Errorf("%w: %s ended the stream without a summary after %d bytes", ErrPeer, m.ID, got)
 			}
 			return got, sum, p.streamErr(sctx, err)
 		}
 		idle.Reset(p.idle)
-		switch x := resp.Msg.(type) {
-		case *cachev1.ReadRangeResponse_Chunk:
-			c := x.Chunk
-			if c.GetOffset() != off+got || int64(len(c.GetData())) > want-got {
-				return got, sum, fmt.Errorf("%w: %s sent %d bytes at %d, expected at most %d at %d",
-					ErrPeer, m.ID, len(c.GetData()), c.GetOffset(), want-got, off+got)
-			}
-			if len(c.GetData()) == 0 {
-				continue
-			}
-			if err := emit(c.GetData()); err != nil {
-				return got, sum, emitError{err}
-			}
-			got += int64(len(c.GetData()))
-		case *cachev1.ReadRangeResponse_Summary:
-			s := readpath.FromProto(x.Summary)
+		if resp.Summary != nil {
+			s := readpath.FromProto(resp.Summary)
 			if s.Bytes != got || got != want || s.Version != obj.Version || s.Check() != nil {
 				return got, sum, fmt.Errorf("%w: %s summary says %d bytes of version %s (checked: %v), got %d of %d of version %s",
 					ErrPeer, m.ID, s.Bytes, s.Version, s.Check(), got, want, obj.Version)
@@ -214,8 +202,16 @@ func (p *peerPool) read(ctx context.Context, m membership.Member, obj cache.Obje
 				Misses:       s.Misses,
 			}
 			return got, sum, nil
-		default:
-			return got, sum, fmt.Errorf("%w: %s sent an empty message", ErrPeer, m.ID)
+		}
+		if k := int64(resp.Len()); resp.Offset != off+got || k > want-got {
+			return got, sum, fmt.Errorf("%w: %s sent %d bytes at %d, expected at most %d at %d",
+				ErrPeer, m.ID, k, resp.Offset, want-got, off+got)
+		}
+		for _, d := range resp.Data {
+			if err := emit(d); err != nil {
+				return got, sum, emitError{err}
+			}
+			got += int64(len(d))
 		}
 	}
 }

@@ -142,14 +142,16 @@ func TestOwnerKilled(t *testing.T) {
 // serves the same range as local hits.
 func TestDrainAndWarmRestart(t *testing.T) {
 	gw := origintest.StartVersityGW(t)
-	const size = 48 << 20
+	const size = 40 << 20
 	data := randBytes(6, size)
 	gw.Put(t, "drain.bin", data)
 	uri := gw.URI("drain.bin")
 	bin := nodetest.BuildCachenode(t)
 	dir := t.TempDir()
 	opts := nodetest.ProcessOptions{ID: "d0", VersityGW: gw, CacheDir: dir, CacheSize: "128MiB", Args: []string{"--drain-timeout=20s"}}
+	t0 := time.Now()
 	p := nodetest.StartProcess(t, bin, opts)
+	t.Logf("node started after %v (build included)", time.Since(t0).Round(time.Millisecond))
 	obs := observer(t, p.GossipAddr)
 	waitView(t, obs, "the node", func(v *membership.View) bool { return cacheMembers(v) == 1 })
 
@@ -209,12 +211,14 @@ func TestDrainAndWarmRestart(t *testing.T) {
 	if sum == nil || !bytes.Equal(buf, data) {
 		t.Fatalf("in-flight read: %d bytes, summary %v", len(buf), sum)
 	}
+	t.Logf("in-flight read finished at %v", time.Since(t0).Round(time.Millisecond))
 	code, err := p.Wait(30 * time.Second)
 	if err != nil || code != 0 {
 		t.Fatalf("exit code %d, %v:\n%s", code, err, p.Logs())
 	}
 	waitView(t, obs, "the node gone", func(v *membership.View) bool { return cacheMembers(v) == 0 })
 
+	t.Logf("exited at %v", time.Since(t0).Round(time.Millisecond))
 	opts.GossipAddr, opts.GRPCAddr, opts.HTTPAddr = "", "", ""
 	p2 := nodetest.StartProcess(t, bin, opts)
 	cl2 := nodetest.Dial(t, p2.GRPCAddr, nil)

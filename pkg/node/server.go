@@ -25,24 +25,42 @@ type service struct {
 // pages (grpc-go marshals a message before Send returns, so the page needs
 // to stay pinned only for the call).
 func (s *service) ReadRange(req *cachev1.ReadRangeRequest, stream grpc.ServerStreamingServer[cachev1.ReadRangeResponse]) error {
+	ctx := stream.Context()
 	pos := req.GetOffset()
 	chunk := &cachev1.Chunk{}
 	msg := &cachev1.ReadRangeResponse{Msg: &cachev1.ReadRangeResponse_Chunk{Chunk: chunk}}
+	alias := &aliasChunk{done: make(chan struct{}, 1)}
 	emit := func(p []byte) error {
 		for len(p) > 0 {
 			k := min(len(p), MaxChunkSize)
-			chunk.Offset, chunk.Data = pos, p[:k]
-			if err := stream.Send(msg); err != nil {
+			if k >= aliasMin {
+				// Zero-copy: gRPC's writer reads the cache's page; wait
+				// until it has, so the page stays pinned meanwhile.
+				alias.offset, alias.data = pos, p[:k]
+				err := stream.SendMsg(alias)
+				alias.data = nil
+				if err != nil {
+					return err
+				}
+				select {
+				case <-alias.done:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			} else {
+				chunk.Offset, chunk.Data = pos, p[:k]
+				err := stream.Send(msg)
 				chunk.Data = nil
-				return err
+				if err != nil {
+					return err
+				}
 			}
-			chunk.Data = nil
 			pos += int64(k)
 			p = p[k:]
 		}
 		return nil
 	}
-	sum, err := s.n.Read(stream.Context(), readpath.Request{
+	sum, err := s.n.Read(ctx, readpath.Request{
 		URI:             req.GetUri(),
 		Offset:          req.GetOffset(),
 		Length:          req.GetLength(),

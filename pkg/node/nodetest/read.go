@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 
+	"google.golang.org/grpc"
+
+	"github.com/locuscache/locus/pkg/node"
 	"github.com/locuscache/locus/pkg/readpath"
 	cachev1 "github.com/locuscache/locus/proto/cache/v1"
 )
@@ -22,42 +25,42 @@ func ReadRange(ctx context.Context, c cachev1.CacheServiceClient, req *cachev1.R
 // StreamRange is ReadRange handing each chunk's data to fn instead of
 // collecting it (fn must not retain it).
 func StreamRange(ctx context.Context, c cachev1.CacheServiceClient, req *cachev1.ReadRangeRequest, fn func([]byte) error) (readpath.Summary, error) {
-	stream, err := c.ReadRange(ctx, req)
+	stream, err := c.ReadRange(ctx, req, grpc.ForceCodecV2(node.Codec{}))
 	if err != nil {
 		return readpath.Summary{}, err
 	}
 	var got int64
+	var m node.RawResponse
+	defer m.Release()
 	for {
-		m, err := stream.Recv()
+		err := stream.RecvMsg(&m)
 		if err == io.EOF {
 			return readpath.Summary{}, fmt.Errorf("nodetest: stream ended without a summary after %d bytes", got)
 		}
 		if err != nil {
 			return readpath.Summary{}, err
 		}
-		switch x := m.Msg.(type) {
-		case *cachev1.ReadRangeResponse_Chunk:
-			if x.Chunk.GetOffset() != req.GetOffset()+got {
-				return readpath.Summary{}, fmt.Errorf("nodetest: chunk at %d, want %d", x.Chunk.GetOffset(), req.GetOffset()+got)
-			}
-			if err := fn(x.Chunk.GetData()); err != nil {
-				return readpath.Summary{}, err
-			}
-			got += int64(len(x.Chunk.GetData()))
-		case *cachev1.ReadRangeResponse_Summary:
-			s := readpath.FromProto(x.Summary)
+		if m.Summary != nil {
+			s := readpath.FromProto(m.Summary)
 			if s.Bytes != got {
 				return s, fmt.Errorf("nodetest: summary says %d bytes, stream had %d", s.Bytes, got)
 			}
 			if err := s.Check(); err != nil {
 				return s, err
 			}
-			if _, err := stream.Recv(); err != io.EOF {
+			if err := stream.RecvMsg(&m); err != io.EOF {
 				return s, fmt.Errorf("nodetest: message after the summary (%v)", err)
 			}
 			return s, nil
-		default:
-			return readpath.Summary{}, fmt.Errorf("nodetest: empty message")
+		}
+		if m.Offset != req.GetOffset()+got {
+			return readpath.Summary{}, fmt.Errorf("nodetest: chunk at %d, want %d", m.Offset, req.GetOffset()+got)
+		}
+		for _, d := range m.Data {
+			if err := fn(d); err != nil {
+				return readpath.Summary{}, err
+			}
+			got += int64(len(d))
 		}
 	}
 }
