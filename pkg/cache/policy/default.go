@@ -5,9 +5,9 @@ package policy
 // capacity keys. seed selects the hash functions of the frequency sketches,
 // of the key index and of the tuner's sample, and seeds the random generator
 // that breaks admission contests: the same seed and access sequence give the
-// same decisions. It returns ErrCapacity when capacity < 1.
+// same decisions. It returns ErrCapacity when capacity < 1 or > MaxCapacity.
 func New(capacity int, seed uint64) (Policy, error) {
-	if capacity < 1 {
+	if capacity < 1 || capacity > MaxCapacity {
 		return nil, capacityError(capacity)
 	}
 	p := newTinyLFU(capacity, seed, tunerWindows[initialWindow])

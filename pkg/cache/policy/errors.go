@@ -7,8 +7,13 @@ import (
 	"strings"
 )
 
-// ErrCapacity is returned by the constructors for a capacity below 1.
-var ErrCapacity = errors.New("policy: capacity must be at least 1")
+// MaxCapacity is the largest capacity a policy accepts (node indexes are
+// 32-bit).
+const MaxCapacity = 1 << 30
+
+// ErrCapacity is returned by the constructors for a capacity below 1 or above
+// MaxCapacity.
+var ErrCapacity = errors.New("policy: capacity must be between 1 and 2^30")
 
 // ErrUnknownPolicy is returned by ByName for a name it does not know.
 var ErrUnknownPolicy = errors.New("policy: unknown policy")

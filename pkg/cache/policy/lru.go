@@ -11,9 +11,9 @@ type lru struct {
 }
 
 // NewLRU returns the LRU baseline policy holding at most capacity keys. It
-// returns ErrCapacity when capacity < 1.
+// returns ErrCapacity when capacity < 1 or > MaxCapacity.
 func NewLRU(capacity int) (Policy, error) {
-	if capacity < 1 {
+	if capacity < 1 || capacity > MaxCapacity {
 		return nil, capacityError(capacity)
 	}
 	return &lru{

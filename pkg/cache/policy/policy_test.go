@@ -21,7 +21,7 @@ func mustByName(t testing.TB, name string, capacity int, seed uint64) Policy {
 }
 
 func TestConstructorsRejectBadCapacity(t *testing.T) {
-	for _, c := range []int{0, -1, -1 << 40} {
+	for _, c := range []int{0, -1, -1 << 40, MaxCapacity + 1} {
 		if _, err := New(c, 1); !errors.Is(err, ErrCapacity) {
 			t.Errorf("New(%d): got %v, want ErrCapacity", c, err)
 		}
