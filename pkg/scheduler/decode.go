@@ -51,4 +51,3 @@ func decodeError(err error) error {
 	// Unknown fields ("json: unknown field \"x\"") and the rest.
 	return badRequest("%v", err)
 }
-

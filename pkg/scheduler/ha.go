@@ -277,11 +277,11 @@ func (h *ha) lead(ctx context.Context, sess *concurrency.Session, el *concurrenc
 	from := h.s.seq.Load()
 	h.termFrom.Store(from)
 	h.publish(&flushRound{from: from, upto: from})
+	g, _ := p.Counters("") // before install: then only under Scheduler.mu
+	t := g.Total()
 	if err := h.s.install(p); err != nil {
 		return err
 	}
-	g, _ := p.Counters("")
-	t := g.Total()
 	h.s.log.Info("scheduler: elected leader; placing", "jobs", len(state.Jobs), "placed", t.Placed, "completed", t.Completed, "lost", t.Lost)
 
 	pctx, pcancel := context.WithCancel(ctx)

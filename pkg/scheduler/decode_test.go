@@ -1,0 +1,184 @@
+package scheduler
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// decodeAll runs each request decoder and validator on body, as the
+// handlers do, and checks the invariants every accepted request must hold
+// and every refused one must respect (a 400 or 413, never a panic or 500).
+func decodeAll(t *testing.T, body []byte) {
+	const maxWait, maxTasks = time.Minute, 64
+	refused := func(what string, err error) {
+		if c := StatusOf(err); c != http.StatusBadRequest && c != http.StatusRequestEntityTooLarge {
+			t.Fatalf("%s: error %v maps to HTTP %d, want 400 or 413", what, err, c)
+		}
+		if err.Error() == "" {
+			t.Fatalf("%s: empty error message", what)
+		}
+	}
+	checkSplit := func(s Split) {
+		if s.URI == "" || s.Offset < 0 || s.Length <= 0 || s.Offset+s.Length < 0 {
+			t.Fatalf("accepted bad split %+v", s)
+		}
+	}
+	// roundTrip: an accepted request re-encodes to JSON that decodes to
+	// the same value.
+	roundTrip := func(v any, fresh any) {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := decodeJSON(bytes.NewReader(raw), fresh); err != nil {
+			t.Fatalf("re-decoding %s: %v", raw, err)
+		}
+		if !reflect.DeepEqual(reflect.ValueOf(v).Elem().Interface(), reflect.ValueOf(fresh).Elem().Interface()) {
+			t.Fatalf("round trip changed %+v into %+v", v, fresh)
+		}
+	}
+
+	var p PlaceRequest
+	if err := decodeJSON(bytes.NewReader(body), &p); err != nil {
+		refused("place decode", err)
+	} else if err := p.Validate(maxWait); err != nil {
+		refused("place validate", err)
+	} else {
+		checkSplit(p.Split)
+		if p.Job == "" || p.Task == "" || p.WaitMS > maxWait.Milliseconds() {
+			t.Fatalf("accepted %+v", p)
+		}
+		roundTrip(&p, &PlaceRequest{})
+	}
+
+	var b PlaceBatchRequest
+	if err := decodeJSON(bytes.NewReader(body), &b); err != nil {
+		refused("batch decode", err)
+	} else if err := b.Validate(maxWait, maxTasks); err != nil {
+		refused("batch validate", err)
+	} else {
+		if b.Job == "" || len(b.Tasks) == 0 || len(b.Tasks) > maxTasks {
+			t.Fatalf("accepted batch %+v", b)
+		}
+		seen := map[string]bool{}
+		for _, tk := range b.Tasks {
+			checkSplit(tk.Split)
+			if tk.Task == "" || seen[tk.Task] {
+				t.Fatalf("accepted task %+v", tk)
+			}
+			seen[tk.Task] = true
+		}
+		roundTrip(&b, &PlaceBatchRequest{})
+	}
+
+	var c CompleteRequest
+	if err := decodeJSON(bytes.NewReader(body), &c); err != nil {
+		refused("complete decode", err)
+	} else if err := c.Validate(); err != nil {
+		refused("complete validate", err)
+	} else {
+		if c.Job == "" || c.Task == "" || c.Bytes < 0 || c.LocalHitBytes < 0 || c.PeerHitBytes < 0 || c.MissBytes < 0 || c.DurationMS < 0 {
+			t.Fatalf("accepted %+v", c)
+		}
+		if o := (&CompleteTask{Bytes: c.Bytes, LocalHitBytes: c.LocalHitBytes, PeerHitBytes: c.PeerHitBytes, MissBytes: c.MissBytes, DurationMS: c.DurationMS}).outcome(); o.Bytes != 0 && o.Bytes < o.LocalHit+o.PeerHit+o.Miss {
+			t.Fatalf("accepted inconsistent outcome %+v", o)
+		}
+		roundTrip(&c, &CompleteRequest{})
+	}
+
+	var cb CompleteBatchRequest
+	if err := decodeJSON(bytes.NewReader(body), &cb); err != nil {
+		refused("complete batch decode", err)
+	} else if err := cb.Validate(maxTasks); err != nil {
+		refused("complete batch validate", err)
+	} else if len(cb.Tasks) == 0 || len(cb.Tasks) > maxTasks {
+		t.Fatalf("accepted complete batch of %d", len(cb.Tasks))
+	}
+
+	// Through a size limit, as the handlers read bodies.
+	limited := http.MaxBytesReader(httptest.NewRecorder(), bodyOf(body), 256)
+	var lp PlaceRequest
+	if err := decodeJSON(limited, &lp); err != nil {
+		refused("limited decode", err)
+		if len(body) <= 256 && StatusOf(err) == http.StatusRequestEntityTooLarge {
+			t.Fatalf("a %d-byte body refused as too large", len(body))
+		}
+	} else if len(body) > 256 && strings.TrimSpace(string(body[256:])) != "" {
+		t.Fatalf("a %d-byte body decoded through a 256-byte limit", len(body))
+	}
+}
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+func bodyOf(b []byte) nopCloser { return nopCloser{bytes.NewReader(b)} }
+
+var decodeSeeds = []string{
+	`{"job":"j","task":"t","split":{"uri":"s3://b/k","offset":0,"length":1048576},"wait_ms":0}`,
+	`{"job":"j","tasks":[{"task":"a","split":{"uri":"u","offset":5,"length":10}},{"task":"b","split":{"uri":"u","offset":0,"length":1}}],"wait_ms":-1}`,
+	`{"job":"j","task":"t","bytes":10,"local_hit_bytes":5,"peer_hit_bytes":3,"miss_bytes":2,"duration_ms":7}`,
+	`{"job":"j","tasks":[{"task":"a","bytes":1}]}`,
+	`{"job":"j","task":"t","split":{"uri":"u","offset":-1,"length":1}}`,
+	`{"job":"j","task":"t","split":{"uri":"","offset":0,"length":1}}`,
+	`{"job":"j","task":"t","split":{"uri":"u","offset":9223372036854775807,"length":9223372036854775807}}`,
+	`{"job":"j","task":"t","unknown":1}`,
+	`{"job":"j","tasks":[{"task":"a","split":{"uri":"u","offset":0,"length":1}},{"task":"a","split":{"uri":"u","offset":0,"length":1}}]}`,
+	`{"job":"\u0000","task":"\ud800","split":{"uri":"u","offset":1e3,"length":1.5}}`,
+	`{"job":"j","task":"t","bytes":1,"local_hit_bytes":9223372036854775807,"peer_hit_bytes":9223372036854775807}`,
+	`[]`, `null`, `"x"`, `{}`, `{"job":"j"} {"job":"k"}`, `{"job":`, ``, `   `,
+}
+
+func TestDecodeSeeds(t *testing.T) {
+	for _, s := range decodeSeeds {
+		decodeAll(t, []byte(s))
+	}
+}
+
+// FuzzDecode feeds arbitrary bodies to the request decoders and
+// validators. Run it for a while with
+//
+//	go test ./pkg/scheduler -run '^$' -fuzz FuzzDecode -fuzztime 2m
+func FuzzDecode(f *testing.F) {
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		decodeAll(t, body)
+	})
+}
+
+// TestValidateTable checks the validators on their own.
+func TestValidateTable(t *testing.T) {
+	long := strings.Repeat("x", MaxNameLen+1)
+	cases := []struct {
+		name string
+		req  PlaceRequest
+		ok   bool
+	}{
+		{"ok", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "u", Length: 1}}, true},
+		{"long job", PlaceRequest{Job: long, Task: "t", Split: Split{URI: "u", Length: 1}}, false},
+		{"long task", PlaceRequest{Job: "j", Task: long, Split: Split{URI: "u", Length: 1}}, false},
+		{"long uri", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: strings.Repeat("u", MaxURILen+1), Length: 1}}, false},
+		{"bad utf8", PlaceRequest{Job: "j\xff", Task: "t", Split: Split{URI: "u", Length: 1}}, false},
+		{"negative length", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "u", Length: -1}}, false},
+		{"wait at limit", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "u", Length: 1}, WaitMS: 60000}, true},
+		{"wait over limit", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "u", Length: 1}, WaitMS: 60001}, false},
+		{"negative wait", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "u", Length: 1}, WaitMS: -5}, true},
+	}
+	for _, tc := range cases {
+		err := tc.req.Validate(time.Minute)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: got %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if err != nil && StatusOf(err) != http.StatusBadRequest {
+			t.Errorf("%s: %v maps to %d", tc.name, err, StatusOf(err))
+		}
+	}
+}

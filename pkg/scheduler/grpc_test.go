@@ -1,0 +1,103 @@
+package scheduler_test
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/locuscache/locus/pkg/scheduler"
+	schedulerv1 "github.com/locuscache/locus/proto/scheduler/v1"
+)
+
+// TestGRPC: the SchedulerService has the JSON API's semantics and codes.
+func TestGRPC(t *testing.T) {
+	s, hc := startWith(t, threeNodes(t), func(cfg *scheduler.Config) { cfg.AuthToken = "tok" })
+	conn, err := grpc.NewClient(s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := schedulerv1.NewSchedulerServiceClient(conn)
+	ctx := context.Background()
+	authed := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer tok")
+	code := func(err error) codes.Code { return status.Code(err) }
+
+	req := &schedulerv1.PlaceRequest{Job: "g", Task: "t1", Split: &schedulerv1.Split{Uri: "s3://b/k", Length: 100}}
+	if _, err := c.Place(ctx, req); code(err) != codes.Unauthenticated {
+		t.Errorf("no token: %v, want Unauthenticated", err)
+	}
+	p, err := c.Place(authed, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Node == "" || p.Locality != schedulerv1.Locality_LOCALITY_DATA_LOCAL || p.Address == "" || p.RingEpoch == 0 || p.Task != "t1" {
+		t.Errorf("placement %+v", p)
+	}
+	if _, err := c.Place(authed, req); code(err) != codes.AlreadyExists {
+		t.Errorf("duplicate: %v, want AlreadyExists", err)
+	}
+	bad := []*schedulerv1.PlaceRequest{
+		{Job: "g", Task: "x", Split: &schedulerv1.Split{Uri: "u", Offset: -1, Length: 1}},
+		{Job: "g", Task: "x", Split: &schedulerv1.Split{Uri: "", Length: 1}},
+		{Job: "g", Task: "x"},
+		{Job: "", Task: "x", Split: &schedulerv1.Split{Uri: "u", Length: 1}},
+	}
+	for _, b := range bad {
+		if _, err := c.Place(authed, b); code(err) != codes.InvalidArgument {
+			t.Errorf("%v: %v, want InvalidArgument", b, err)
+		}
+	}
+	br, err := c.PlaceBatch(authed, &schedulerv1.PlaceBatchRequest{Job: "g", WaitMs: -1, Tasks: []*schedulerv1.BatchTask{
+		{Task: "b1", Split: &schedulerv1.Split{Uri: "s3://b/1", Length: 10}},
+		{Task: "b2", Split: &schedulerv1.Split{Uri: "s3://b/2", Length: 10}},
+	}})
+	if err != nil || len(br.Placements) != 2 || br.Placements[0].Task != "b1" || br.Placements[1].Node == "" {
+		t.Fatalf("batch %v %v", br, err)
+	}
+	cr, err := c.Complete(authed, &schedulerv1.CompleteRequest{Job: "g", Task: "t1", LocalHitBytes: 60, MissBytes: 40})
+	if err != nil || cr.Locality != schedulerv1.Locality_LOCALITY_DATA_LOCAL {
+		t.Fatalf("complete %v %v", cr, err)
+	}
+	if _, err := c.Complete(authed, &schedulerv1.CompleteRequest{Job: "g", Task: "t1"}); code(err) != codes.NotFound {
+		t.Errorf("complete twice: %v, want NotFound", err)
+	}
+	if _, err := c.Complete(authed, &schedulerv1.CompleteRequest{Job: "nope", Task: "t1"}); code(err) != codes.NotFound {
+		t.Errorf("unknown job: %v, want NotFound", err)
+	}
+	jc, err := c.JobCounters(ctx, &schedulerv1.JobCountersRequest{Job: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hj, err := hc.Counters(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jc.DataLocalTasks != hj.DataLocalTasks || jc.RunningTasks != 2 || jc.HitRatio != 0.6 ||
+		jc.ByLocality["DATA_LOCAL"].GetLocalHitBytes() != 60 || jc.ByLocality["DATA_LOCAL"].GetHitRatio() != hj.HitRatioByLocality.DataLocal {
+		t.Errorf("gRPC counters %+v disagree with JSON %+v", jc, hj)
+	}
+	if _, err := c.JobCounters(ctx, &schedulerv1.JobCountersRequest{Job: "nope"}); code(err) != codes.NotFound {
+		t.Errorf("unknown job counters: %v", err)
+	}
+	rr, err := c.Ring(ctx, &schedulerv1.RingRequest{})
+	if err != nil || len(rr.Members) != 3 || rr.Replication != 1 || rr.Epoch == 0 {
+		t.Fatalf("ring %v %v", rr, err)
+	}
+	used := int32(0)
+	for _, m := range rr.Members {
+		used += m.SlotsInUse
+	}
+	if used != 2 {
+		t.Errorf("slots in use %d, want 2", used)
+	}
+	h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil || h.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("health %v %v", h, err)
+	}
+}

@@ -1,0 +1,242 @@
+package scheduler_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/locuscache/locus/pkg/scheduler"
+	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
+)
+
+// haPair starts two schedulers on one etcd and the same (fake) cluster,
+// and returns them leader first.
+func haPair(t *testing.T, e *schedulertest.Etcd, views scheduler.Membership, mod func(i int, cfg *scheduler.Config)) [2]*scheduler.Scheduler {
+	t.Helper()
+	var ss [2]*scheduler.Scheduler
+	for i := range ss {
+		cfg := scheduler.Config{
+			NodeID:     fmt.Sprintf("sched-%d", i),
+			Membership: views,
+			Etcd:       scheduler.EtcdConfig{Endpoints: e.Endpoints, SessionTTL: 2 * time.Second, Prefix: "/" + t.Name() + "/"},
+		}
+		if mod != nil {
+			mod(i, &cfg)
+		}
+		ss[i] = schedulertest.Start(t, cfg)
+		if i == 0 {
+			waitLeader(t, ss[:1], 10*time.Second)
+		}
+	}
+	return ss
+}
+
+// waitLeader waits until one of ss leads and the others know it.
+func waitLeader(t *testing.T, ss []*scheduler.Scheduler, timeout time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		leader := -1
+		for i, s := range ss {
+			if s.IsLeader() {
+				leader = i
+			}
+		}
+		if leader >= 0 {
+			known := true
+			for _, s := range ss {
+				if l, ok := s.Leader(); !ok || l.HTTP != ss[leader].HTTPAddr() {
+					known = false
+				}
+			}
+			if known {
+				return leader
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no leader known to all within %v", timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHAFailover: the leader places and persists, the follower answers 503
+// naming it (and serves counters from etcd); when the leader shuts down
+// the follower takes over at once with the same counters.
+func TestHAFailover(t *testing.T) {
+	e := schedulertest.StartEtcd(t)
+	t.Logf("etcd: %s", e.Kind)
+	views := threeNodes(t)
+	ss := haPair(t, e, views, nil)
+	waitLeader(t, ss[:], 10*time.Second)
+	leader, follower := ss[0], ss[1]
+	if !leader.IsLeader() || follower.IsLeader() {
+		t.Fatal("the first scheduler should lead")
+	}
+	lc, fc := schedulertest.NewClient(leader.HTTPAddr()), schedulertest.NewClient(follower.HTTPAddr())
+	ctx := context.Background()
+
+	// The follower refuses to place, naming the leader.
+	_, err := fc.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "x", Split: split("u")})
+	var se *schedulertest.StatusError
+	if statusOf(err) != 503 || !asStatus(err, &se) || se.Body.Leader != leader.HTTPAddr() || se.Header.Get("X-Locus-Leader") != leader.HTTPAddr() {
+		t.Fatalf("follower place: %v (%+v), want 503 naming %s", err, se, leader.HTTPAddr())
+	}
+	if code := get(t, fc.Base+"/readyz"); code != 503 {
+		t.Errorf("follower /readyz %d, want 503", code)
+	}
+	if code := get(t, lc.Base+"/readyz"); code != 200 {
+		t.Errorf("leader /readyz %d, want 200", code)
+	}
+	if _, err := fc.Ring(ctx); err != nil {
+		t.Errorf("follower ring: %v", err)
+	}
+
+	// The leader places 6 tasks and completes 4.
+	var tasks []scheduler.BatchTask
+	for i := 0; i < 6; i++ {
+		tasks = append(tasks, scheduler.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://b/", i))})
+	}
+	resp, err := lc.PlaceBatch(ctx, scheduler.PlaceBatchRequest{Job: "j", WaitMS: -1, Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range resp.Placements[:4] {
+		if _, err := lc.Complete(ctx, scheduler.CompleteRequest{Job: "j", Task: p.Task, LocalHitBytes: int64(100 * (i + 1)), MissBytes: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := lc.Counters(ctx, "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The follower reads the same counters from etcd, at once: every call
+	// was persisted before it was answered.
+	fromEtcd, err := fc.Counters(ctx, "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameCounters(before, fromEtcd, false) {
+		t.Errorf("follower's counters %+v differ from the leader's %+v", fromEtcd, before)
+	}
+
+	// Failover: the leader shuts down; the follower leads within 10 s.
+	stopped := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := leader.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	waitLeader(t, ss[1:], 10*time.Second)
+	t.Logf("follower leads %v after the leader's shutdown", time.Since(stopped))
+	after, err := fc.Counters(ctx, "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameCounters(before, after, true) {
+		t.Errorf("after failover %+v, before %+v", after, before)
+	}
+	// The two tasks that were running are lost: completing them is refused.
+	if _, err := fc.Complete(ctx, scheduler.CompleteRequest{Job: "j", Task: resp.Placements[5].Task, Bytes: 1}); statusOf(err) != 404 {
+		t.Errorf("complete of a task of the old leader: %v, want 404", err)
+	}
+	// The new leader places.
+	if _, err := fc.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "new", Split: split("u")}); err != nil {
+		t.Errorf("new leader place: %v", err)
+	}
+}
+
+func asStatus(err error, se **schedulertest.StatusError) bool {
+	e, ok := err.(*schedulertest.StatusError)
+	if ok {
+		*se = e
+	}
+	return ok
+}
+
+func get(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// sameCounters compares job counters across a failover: with failover,
+// tasks running before are lost after.
+func sameCounters(a, b scheduler.JobCounters, failover bool) bool {
+	if failover {
+		a.Lost += a.Running
+		a.Running = 0
+		for _, l := range []*scheduler.LocalityStats{&a.ByLocality.DataLocal, &a.ByLocality.RackLocal, &a.ByLocality.OtherLocal} {
+			l.Lost += l.Running
+			l.Running = 0
+		}
+	}
+	a.Queued, b.Queued = 0, 0
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+// TestHAForwardAndConfig: a follower with Forward proxies mutating calls
+// to the leader; the cluster config in etcd (written by the first leader
+// from its flags) overrides the flags of every scheduler and changes
+// apply live.
+func TestHAForwardAndConfig(t *testing.T) {
+	e := schedulertest.StartEtcd(t)
+	views := threeNodes(t)
+	ss := haPair(t, e, views, func(i int, cfg *scheduler.Config) {
+		cfg.Etcd.Forward = true
+		if i == 0 {
+			cfg.LocalityWait = 1500 * time.Millisecond
+		} else {
+			cfg.LocalityWait = 7 * time.Second // overridden by etcd
+			cfg.Replication = 3
+		}
+	})
+	waitLeader(t, ss[:], 10*time.Second)
+	fc := schedulertest.NewClient(ss[1].HTTPAddr())
+	ctx := context.Background()
+	p, err := fc.Place(ctx, scheduler.PlaceRequest{Job: "f", Task: "t", Split: split("u")})
+	if err != nil {
+		t.Fatalf("forwarded place: %v", err)
+	}
+	if _, err := fc.Complete(ctx, scheduler.CompleteRequest{Job: "f", Task: p.Task, Bytes: 5}); err != nil {
+		t.Fatalf("forwarded complete: %v", err)
+	}
+	if code := get(t, fc.Base+"/readyz"); code != 200 {
+		t.Errorf("forwarding follower /readyz %d, want 200", code)
+	}
+	// The second scheduler started with replication 3 and a 7s wait; etcd
+	// says what the first leader wrote.
+	if st := ss[1].Settings(); st.Replication != 1 || st.LocalityWait != 1500*time.Millisecond {
+		t.Errorf("follower settings %+v, want etcd's replication 1, wait 1.5s", st)
+	}
+	cli := e.Client(t)
+	if _, err := cli.Put(ctx, "/"+t.Name()+"/config", `{"replication":2,"locality_wait":"0s"}`); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, s := range ss {
+		for st := s.Settings(); st.Replication != 2 || st.LocalityWait != scheduler.NoLocalityWait; st = s.Settings() {
+			if time.Now().After(deadline) {
+				t.Fatalf("settings %+v, want replication 2 and no wait", st)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// An invalid config is ignored.
+	if _, err := cli.Put(ctx, "/"+t.Name()+"/config", `{"replication":99}`); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if st := ss[0].Settings(); st.Replication != 2 {
+		t.Errorf("invalid config applied: %+v", st)
+	}
+}
