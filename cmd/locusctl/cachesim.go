@@ -62,8 +62,8 @@ func runCacheSim(args []string, stdout, stderr io.Writer) error {
 	if *capacity != "" {
 		for _, s := range strings.Split(*capacity, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || n < 1 {
-				return usageErrorf("--capacity %q: want a positive whole number of keys", s)
+			if err != nil || n < 1 || n > policy.MaxCapacity {
+				return usageErrorf("--capacity %q: want a whole number of keys from 1 to %d", s, policy.MaxCapacity)
 			}
 			opts.Capacities = append(opts.Capacities, n)
 		}
