@@ -80,11 +80,11 @@ type Node struct {
 // Start. Errors wrap ErrInvalidConfig, ErrTLS, the cache's errors
 // (cache.ErrBadDir, cache.ErrDirLocked, ...), membership's, or the listen
 // error.
-func New(cfg Config) (n *Node, err error) {
+func New(cfg Config) (_ *Node, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	n = &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), done: make(chan struct{}), serveErr: make(chan error, 2)}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), done: make(chan struct{}), serveErr: make(chan error, 2)}
 	var cleanup []func()
 	defer func() {
 		if err != nil {
