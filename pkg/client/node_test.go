@@ -3,6 +3,7 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"testing"
@@ -188,5 +189,31 @@ func TestFallbackWhenNodeStops(t *testing.T) {
 	}
 	if st := c.Stats(); st.Fallbacks < 2 {
 		t.Fatalf("stats %+v: want the fallbacks counted", st)
+	}
+}
+
+// TestTLS: the client reads from nodes that require client certificates.
+func TestTLS(t *testing.T) {
+	gw := origintest.StartVersityGW(t)
+	gw.Put(t, "obj", []byte("secret bytes"))
+	files := nodetest.NewTLS(t)
+	cl := nodetest.Start(t, nodetest.Options{N: 1, VersityGW: gw, TLS: files, MTLS: true})
+	c, err := client.New(client.Config{TLS: files.ClientConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var buf bytes.Buffer
+	if _, err := c.ReadRange(context.Background(), cl.Nodes[0].GRPCAddr(), gw.URI("obj"), 0, 100, &buf); err != nil || buf.String() != "secret bytes" {
+		t.Fatalf("mTLS read: %v %q", err, buf.String())
+	}
+	// Without a client certificate the node refuses the connection.
+	c2, err := client.New(client.Config{TLS: files.ClientConfigNoCert()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if _, err := c2.ReadRange(context.Background(), cl.Nodes[0].GRPCAddr(), gw.URI("obj"), 0, 100, io.Discard); !errors.Is(err, client.ErrNodeUnavailable) {
+		t.Fatalf("read without a client certificate: %v, want ErrNodeUnavailable", err)
 	}
 }

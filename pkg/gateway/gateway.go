@@ -145,7 +145,13 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 		if ctx.Err() != nil {
 			return false // the client went away
 		}
-		g.fail(w, r, rid, g.notFoundDetail(ctx, r, errorFor(err, bucket, key), bucket), err)
+		e := errorFor(err, bucket, key)
+		if strings.HasSuffix(key, "/") && errors.Is(err, origin.ErrInvalidURI) {
+			// A "directory" key: a listing prefix, which the cache does not
+			// serve as an object. Tools probe such keys and expect 404.
+			e = errNoSuchKey(bucket, key)
+		}
+		g.fail(w, r, rid, g.notFoundDetail(ctx, r, e, bucket), err)
 		return false
 	}
 	etag := quoteETag(info.Version)

@@ -172,6 +172,7 @@ func TestGetObject(t *testing.T) {
 		{name: "empty object", target: "/bkt/empty", status: 200, body: []byte{}},
 		{name: "empty object range", target: "/bkt/empty", hdr: []string{"Range", "bytes=0-"}, status: 416, code: "InvalidRange", contentRange: "bytes */0"},
 		{name: "missing key", target: "/bkt/nope", status: 404, code: "NoSuchKey"},
+		{name: "directory key", target: "/bkt/dir/", status: 404, code: "NoSuchKey"},
 		{name: "missing bucket", target: "/nobucket/obj", status: 404, code: "NoSuchBucket"},
 		{name: "head missing", method: "HEAD", target: "/bkt/nope", status: 404, body: []byte{}},
 		{name: "key with spaces", target: "/bkt/dir/a%20b+c.txt", status: 200, body: []byte("spaces")},
@@ -546,5 +547,21 @@ func TestKeyPathsVerbatim(t *testing.T) {
 		if w.Code != 200 || w.Body.String() != want {
 			t.Errorf("GET %s: %d %q, want 200 %q", target, w.Code, w.Body, want)
 		}
+	}
+}
+
+// TestDirectoryKey: a node refuses a key ending in "/" (a listing prefix)
+// with ErrInvalidURI; tools probe such keys and must see 404, not 400.
+func TestDirectoryKey(t *testing.T) {
+	f := newFixture(t, nil)
+	f.be.statErr = fmt.Errorf("%w: a prefix", origin.ErrInvalidURI)
+	if w := f.do("GET", "/bkt/dir/"); w.Code != 404 || parseError(t, w.Body.Bytes()).Code != "NoSuchKey" {
+		t.Fatalf("GET dir/: %d %s, want 404 NoSuchKey", w.Code, w.Body)
+	}
+	if w := f.do("HEAD", "/bkt/dir/"); w.Code != 404 {
+		t.Fatalf("HEAD dir/: %d, want 404", w.Code)
+	}
+	if w := f.do("GET", "/bkt/obj"); w.Code != 400 {
+		t.Fatalf("GET with an invalid URI: %d, want 400", w.Code)
 	}
 }
