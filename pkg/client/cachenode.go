@@ -66,6 +66,9 @@ func (c *Client) read(ctx context.Context, nodeAddr string, req readpath.Request
 	if err := req.Validate(); err != nil {
 		return readpath.Summary{}, err
 	}
+	if nodeAddr == "" {
+		return readpath.Summary{}, fmt.Errorf("%w: empty node address", readpath.ErrInvalidRequest)
+	}
 	if c.cfg.ReadTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.ReadTimeout)
@@ -92,7 +95,8 @@ func (c *Client) read(ctx context.Context, nodeAddr string, req readpath.Request
 		return readpath.Summary{}, fmt.Errorf("client: read %s from %s: %w", req.URI, nodeAddr, context.Cause(ctx))
 	}
 	var werr *writeError
-	if errors.As(err, &werr) || definitive(err) || errors.Is(err, ErrClosed) {
+	var vErr *wrongVersionError
+	if errors.As(err, &werr) || errors.As(err, &vErr) || definitive(err) || errors.Is(err, ErrClosed) {
 		return readpath.Summary{}, err
 	}
 	// The node failed.
@@ -106,6 +110,14 @@ func (c *Client) read(ctx context.Context, nodeAddr string, req readpath.Request
 		"resume_at", pos, "err", err)
 	return c.fallback(ctx, req, size, pos, w)
 }
+
+// wrongVersionError marks a stream whose summary names another version
+// than the one asked for: a broken node whose bytes cannot be trusted, so
+// the read fails instead of falling back.
+type wrongVersionError struct{ err error }
+
+func (e *wrongVersionError) Error() string { return e.err.Error() }
+func (e *wrongVersionError) Unwrap() error { return e.err }
 
 // writeError marks an error of the caller's writer: never a node failure.
 type writeError struct{ err error }
@@ -167,7 +179,9 @@ func (c *Client) streamRange(ctx context.Context, addr string, req readpath.Requ
 				return readpath.Summary{}, fmt.Errorf("%w: summary says %d bytes, the stream carried %d", ErrProtocol, sum.Bytes, got)
 			}
 			if req.ExpectedVersion != "" && sum.Version != "" && sum.Version != req.ExpectedVersion {
-				return readpath.Summary{}, fmt.Errorf("%w: read version %q, asked for %q", ErrProtocol, sum.Version, req.ExpectedVersion)
+				// The bytes are out already: no fallback can make them right.
+				return readpath.Summary{}, &wrongVersionError{fmt.Errorf("%w: %w: node %s served version %q, the read asked for %q",
+					ErrProtocol, origin.ErrVersionChanged, addr, sum.Version, req.ExpectedVersion)}
 			}
 			if *pos < end && sum.ObjectSize > *pos {
 				return readpath.Summary{}, fmt.Errorf("%w: stream stopped at %d, before the end of the range (%d) and of the object (%d)",
@@ -287,8 +301,8 @@ type ObjectInfo struct {
 // readpath.ErrInvalidRequest (a malformed URI), origin.ErrAccessDenied,
 // ErrNodeUnavailable, the origin's errors, or a context error.
 func (c *Client) Stat(ctx context.Context, nodeAddr, uri string) (ObjectInfo, error) {
-	if uri == "" {
-		return ObjectInfo{}, fmt.Errorf("%w: empty uri", readpath.ErrInvalidRequest)
+	if uri == "" || nodeAddr == "" {
+		return ObjectInfo{}, fmt.Errorf("%w: empty uri or node address", readpath.ErrInvalidRequest)
 	}
 	nctx, cancel := context.WithTimeout(ctx, c.cfg.StatTimeout)
 	st, err := c.statNode(nctx, nodeAddr, uri)

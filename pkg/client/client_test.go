@@ -416,3 +416,22 @@ func TestFallbackProperty(t *testing.T) {
 		}
 	}
 }
+
+// TestWrongVersionSummary: a node that reports another version than the
+// read was pinned to has sent untrustworthy bytes: the read fails, with no
+// fallback that would pretend otherwise.
+func TestWrongVersionSummary(t *testing.T) {
+	e := newEnv(t)
+	e.node.set(func(n *testNode) { n.sumVersion = "someother" })
+	c := newClient(t, Config{Origin: e.store})
+	_, err := c.ReadRange(context.Background(), e.node.addr, testURI, 0, 100, io.Discard)
+	if !errors.Is(err, ErrProtocol) || !errors.Is(err, origin.ErrVersionChanged) {
+		t.Fatalf("error %v, want ErrProtocol and ErrVersionChanged", err)
+	}
+	if c.Stats().Fallbacks != 0 {
+		t.Fatalf("fell back after a wrong-version stream")
+	}
+	if _, err := c.ReadRange(context.Background(), "", testURI, 0, 1, io.Discard); !errors.Is(err, readpath.ErrInvalidRequest) {
+		t.Fatalf("empty node address: %v", err)
+	}
+}

@@ -29,14 +29,15 @@ type testNode struct {
 
 	mu sync.Mutex // guards the fault fields
 	// After failAfter bytes of a ReadRange (0 = never), the stream:
-	failAfter int64
-	failCode  codes.Code // ends with this status (codes.OK = see below)
-	noSummary bool       // ends OK without a summary
-	stall     bool       // blocks until the client gives up
-	badOffset bool       // sends a chunk at a wrong offset
-	onFail    func()     // runs when the fault triggers (e.g. overwrite the object)
-	statCode  codes.Code // Stat fails with this code
-	rowGroups []*cachev1.RowGroup
+	failAfter  int64
+	failCode   codes.Code // ends with this status (codes.OK = see below)
+	noSummary  bool       // ends OK without a summary
+	stall      bool       // blocks until the client gives up
+	badOffset  bool       // sends a chunk at a wrong offset
+	onFail     func()     // runs when the fault triggers (e.g. overwrite the object)
+	statCode   codes.Code // Stat fails with this code
+	sumVersion string     // if set, the summary names this version
+	rowGroups  []*cachev1.RowGroup
 
 	reads, stats atomic.Int64
 	addr         string
@@ -150,5 +151,10 @@ func (n *testNode) ReadRange(req *cachev1.ReadRangeRequest, stream grpc.ServerSt
 		sent += int64(m)
 	}
 	sum := readpath.Summary{Bytes: sent, LocalHitBytes: sent, Version: info.Version, ObjectSize: info.Size, NodeID: n.id}
+	n.mu.Lock()
+	if n.sumVersion != "" {
+		sum.Version = n.sumVersion
+	}
+	n.mu.Unlock()
 	return stream.Send(&cachev1.ReadRangeResponse{Msg: &cachev1.ReadRangeResponse_Summary{Summary: sum.ToProto()}})
 }
