@@ -21,7 +21,9 @@
 // once: every Chunk's offset is checked against the next byte expected, and
 // a stream that sends a byte out of place, past the range, or ends without
 // its ReadSummary counts as a failed node (ErrProtocol), never as data.
-// When a call fails, what it wrote is a correct prefix of the range.
+// A summary naming another version than the read was pinned to fails the
+// read outright (ErrProtocol and origin.ErrVersionChanged). When a call
+// fails, what it wrote is a prefix of the range (of the pinned version).
 //
 // # The fallback ladder
 //
