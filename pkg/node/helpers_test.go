@@ -313,3 +313,5 @@ func ownedBytes(c *tcluster, uri string, off, end int64, id string) int64 {
 }
 
 var _ = slices.Contains[[]string]
+
+func ringKey(uri string, b int64) string { return ring.BlockKey(uri, b) }

@@ -402,3 +402,61 @@ func newMemRouter(t testing.TB, files *origin.FileStore) memRouter {
 	}
 	return memRouter{router: r, mem: mem}
 }
+
+// TestReplication: with replication 2 a node serves the blocks whose
+// preference list holds it from its own cache, and reads the others
+// through the first reachable node of their list: a dead first owner is
+// skipped for the second, so no byte comes uncached from the origin.
+func TestReplication(t *testing.T) {
+	c := newTCluster(t, tclusterOpts{n: 2, mutate: func(_ int, cfg *Config) { cfg.Replication = 2 }})
+	c.addMember("zz-dead", deadAddr(t))
+	const size = 24 * tBlock
+	data := randBytes(9, size)
+	uri := "s3://bkt/repl.bin"
+	c.mem.Put(uri, data)
+	n := c.nodes[1]
+	var mine, viaDead int64
+	r := n.View().Ring
+	for b := int64(0); b < size/tBlock; b++ {
+		owners := r.Owners(ringKey(uri, b), 2)
+		switch {
+		case owners[0].ID == "n1" || owners[1].ID == "n1":
+			mine += tBlock
+		case owners[0].ID == "zz-dead":
+			viaDead += tBlock
+		}
+	}
+	if viaDead == 0 || mine == 0 {
+		t.Fatalf("setup: %d bytes in n1's lists, %d behind the dead member", mine, viaDead)
+	}
+	mustRead(t, n, readpath.Request{URI: uri, Offset: 0, Length: size})
+	got, s := mustRead(t, n, readpath.Request{URI: uri, Offset: 0, Length: size})
+	if !bytes.Equal(got, data) {
+		t.Fatal("bytes differ")
+	}
+	if s.LocalHitBytes != mine || s.PeerHitBytes != size-mine || s.OriginBytes != 0 {
+		t.Fatalf("second read: %+v, want local %d, peer %d", s, mine, size-mine)
+	}
+}
+
+// TestPeerPoolPrune: connections to addresses no member uses any more are
+// closed when the view changes.
+func TestPeerPoolPrune(t *testing.T) {
+	c := newTCluster(t, tclusterOpts{n: 2})
+	extra := startFakePeer(t, chunkPeer(nil, 0, nil, false, false))
+	c.addMember("zz-extra", extra)
+	uri := "s3://bkt/prune.bin"
+	c.mem.Put(uri, randBytes(12, 16*tBlock))
+	mustRead(t, c.nodes[0], readpath.Request{URI: uri, Offset: 0, Length: 16 * tBlock})
+	p := c.nodes[0].peers
+	has := func(addr string) bool { p.mu.Lock(); defer p.mu.Unlock(); _, ok := p.conns[addr]; return ok }
+	if !has(c.nodes[1].GRPCAddr()) || !has(extra) {
+		t.Fatal("no pooled connections after reading through both peers")
+	}
+	c.extra = nil
+	c.publish()
+	p.prune(c.nodes[0].View())
+	if has(extra) || !has(c.nodes[1].GRPCAddr()) {
+		t.Fatal("prune kept the departed member's connection or dropped a live one")
+	}
+}

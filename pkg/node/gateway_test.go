@@ -1,0 +1,59 @@
+package node_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/locuscache/locus/pkg/node/nodetest"
+	"github.com/locuscache/locus/pkg/origin/origintest"
+)
+
+// TestGatewayMounted: the S3 gateway answers on the node's HTTP listener
+// (GET with Range, HEAD) through the cluster cache, next to /metrics.
+func TestGatewayMounted(t *testing.T) {
+	mem := origintest.NewMemStore()
+	data := randBytes(11, 3<<20)
+	info := mem.Put("s3://lake/tables/a.bin", data)
+	c := nodetest.Start(t, nodetest.Options{N: 2, Origin: mem})
+	hc := c.HTTPClient()
+	for i := range c.Nodes {
+		req, _ := http.NewRequest("GET", c.HTTPURL(i)+"/lake/tables/a.bin", nil)
+		req.Header.Set("Range", "bytes=1000-2099999")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(body, data[1000:2100000]) {
+			t.Fatalf("node %d: GET with Range: %d, %d bytes", i, resp.StatusCode, len(body))
+		}
+		resp, err = hc.Head(c.HTTPURL(i) + "/lake/tables/a.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.ContentLength != int64(len(data)) || resp.Header.Get("ETag") == "" {
+			t.Fatalf("node %d: HEAD %d, length %d, etag %q (version %s)", i, resp.StatusCode, resp.ContentLength, resp.Header.Get("ETag"), info.Version)
+		}
+		resp, err = hc.Get(c.HTTPURL(i) + "/lake/tables/missing")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 {
+			t.Fatalf("missing key: %d", resp.StatusCode)
+		}
+	}
+	resp, err := hc.Get(c.HTTPURL(0) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(body, []byte(`locus_reads_total{code="OK",kind="client"}`)) {
+		t.Fatal("gateway reads not counted as client reads")
+	}
+}
