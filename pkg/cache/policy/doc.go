@@ -94,11 +94,11 @@
 //
 // # Cost
 //
-// Memory (TestMemoryPerKey): about 73 bytes per resident key for a cache of
+// Memory (TestMemoryPerKey): about 57 bytes per resident key for a cache of
 // 2^20 keys (a 24-byte node, 16 to 32 bytes of index, 16 to 32 of sketch),
-// plus the tuner's fixed ~1 MiB (six shadows of at most 2048 keys): 84 bytes
-// per key at 2^16 keys, over 400 below 2048 keys, where the shadows are as
-// large as the cache. LRU costs 40 bytes per key. Time: O(1) per call,
+// plus the tuner's fixed ~0.8 MiB (six shadows of at most 2048 keys): 65
+// bytes per key at 2^16 keys, about 330 at 1024 keys, where the shadows are
+// as large as the cache. LRU costs 40 bytes per key. Time: O(1) per call,
 // amortised (an adoption copies O(capacity) once per decision period of
 // 2 x capacity accesses), and no allocation after New. A cache of at most
 // 2048 keys replays every access through its six shadows (about 10 x an

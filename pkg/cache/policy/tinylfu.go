@@ -42,8 +42,8 @@ type tinyLFU struct {
 
 func newTinyLFU(capacity int, seed uint64, windowFrac float64) *tinyLFU {
 	p := &tinyLFU{
-		arena:  newArena(capacity + 1), // one spare: Insert links before it evicts
-		idx:    newTable(capacity+1, mix64(seed^0x6c6f637573)),
+		arena:  newArena(capacity + 1),                       // one spare: Insert links before it evicts
+		idx:    newTable(capacity, mix64(seed^0x6c6f637573)), // 2 x capacity slots also hold the spare
 		freq:   newSketch(capacity, mix64(seed^0x736b65746368)),
 		counts: true,
 		window: newList(),
