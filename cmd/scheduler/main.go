@@ -1,0 +1,362 @@
+// Command scheduler is the Locus placement service: it watches the cache
+// nodes through the gossip (as an observer), answers "where should this
+// task run?" over a JSON API and gRPC, counts DATA_LOCAL / RACK_LOCAL /
+// OTHER_LOCAL tasks and the cache outcome of each, and exports Prometheus
+// metrics and a status page. With --etcd-endpoints several schedulers
+// elect a leader and keep their counters in etcd.
+//
+// Every flag can also be set through the environment: --etcd-endpoints is
+// LOCUS_ETCD_ENDPOINTS. Run scheduler --help for the list. See package
+// pkg/scheduler for the API and the rules.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/locuscache/locus/internal/flagenv"
+	"github.com/locuscache/locus/pkg/membership"
+	"github.com/locuscache/locus/pkg/scheduler"
+)
+
+const summary = `scheduler: the Locus placement service.
+
+It joins the cache nodes' gossip as an observer (--gossip-addr, --join), and
+places tasks on the node that owns their split's block (DATA_LOCAL), else on
+a node in the owner's rack after --locality-wait (RACK_LOCAL), else anywhere
+after twice that (OTHER_LOCAL). A placed task holds one of its node's slots
+until it completes, or until the node dies (the task is reported lost).
+
+HTTP (--http-addr): POST /v1/place, /v1/place/batch, /v1/complete,
+/v1/complete/batch; GET /v1/jobs/{job}, /v1/counters, /v1/ring, /v1/lost,
+/metrics, /healthz, /readyz, and a status page at /. gRPC (--grpc-addr):
+locus.scheduler.v1.SchedulerService, health, reflection.
+
+Standalone by default (state in memory). With --etcd-endpoints, schedulers
+elect a leader: the leader places, followers answer 503 naming it (or
+forward with --forward-to-leader); the cluster config (block size,
+replication, locality wait) at <prefix>config overrides the flags, and the
+counters are persisted so a failover loses none.
+
+Sizes take plain bytes or units: 134217728, 128MiB, 1g, 500MB.
+SIGTERM or SIGINT: stop accepting, answer waiting calls, flush the counters,
+resign the leadership, leave the gossip, exit 0.
+
+Usage: scheduler [flags]`
+
+// options are the parsed flags.
+type options struct {
+	nodeID                              string
+	gossipAddr, gossipAdvertise         string
+	join                                []string
+	joinTimeout                         time.Duration
+	gossipKeyFile, gossipTuning         string
+	grpcAddr, grpcAdvertise             string
+	httpAddr, httpAdvertise             string
+	etcdEndpoints                       []string
+	etcdPrefix                          string
+	etcdSessionTTL, etcdDialTimeout     time.Duration
+	etcdUser, etcdPasswordFile          string
+	etcdCA, etcdCert, etcdKey           string
+	forward                             bool
+	localityWait, maxQueueWait, maxWait time.Duration
+	replication, maxBatchTasks          int
+	blockSize                           int64
+	maxBody, maxBatchBody               int64
+	authTokenFile                       string
+	tlsCert, tlsKey, tlsCA              string
+	logLevel, logFormat                 string
+	shutdownTimeout                     time.Duration
+}
+
+func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.nodeID, "node-id", "", "scheduler id in the gossip and the etcd election (default: scheduler-<host name>)")
+	fs.StringVar(&o.gossipAddr, "gossip-addr", scheduler.DefaultGossipAddr, "gossip (memberlist) listen address ip:port, UDP and TCP")
+	fs.StringVar(&o.gossipAdvertise, "gossip-advertise-addr", "", "gossip address announced to others, when --gossip-addr is not reachable as is (0.0.0.0, NAT)")
+	fs.Var(listFlag{&o.join}, "join", "comma-separated gossip addresses (host:port) of cluster members to join")
+	fs.DurationVar(&o.joinTimeout, "join-timeout", scheduler.DefaultJoinTimeout, "how long to keep retrying --join while no member answers")
+	fs.StringVar(&o.gossipKeyFile, "gossip-key-file", "", "file holding the gossip encryption key (16, 24 or 32 bytes, raw or base64); the same on every member")
+	fs.StringVar(&o.gossipTuning, "gossip-tuning", "lan", "failure detector timings: lan (a dead node is detected in 3-7s) or loopback (1-3s; single-host clusters)")
+	fs.StringVar(&o.grpcAddr, "grpc-addr", scheduler.DefaultGRPCAddr, "gRPC listen address (SchedulerService, health, reflection)")
+	fs.StringVar(&o.grpcAdvertise, "grpc-advertise-addr", "", "gRPC address announced (gossip metadata, etcd leader record) when --grpc-addr is 0.0.0.0")
+	fs.StringVar(&o.httpAddr, "http-addr", scheduler.DefaultHTTPAddr, "HTTP listen address (JSON API, status page, /metrics, /healthz, /readyz)")
+	fs.StringVar(&o.httpAdvertise, "http-advertise-addr", "", "HTTP address announced (followers name it as the leader) when --http-addr is 0.0.0.0")
+	fs.Var(listFlag{&o.etcdEndpoints}, "etcd-endpoints", "comma-separated etcd endpoints (http://host:2379); empty: standalone, in-memory state")
+	fs.StringVar(&o.etcdPrefix, "etcd-prefix", scheduler.DefaultEtcdPrefix, "prefix of the scheduler's etcd keys")
+	fs.DurationVar(&o.etcdSessionTTL, "etcd-session-ttl", scheduler.DefaultEtcdSessionTTL, "lease TTL of the leader's election key: a dead leader is replaced about this long after it stops (whole seconds)")
+	fs.DurationVar(&o.etcdDialTimeout, "etcd-dial-timeout", scheduler.DefaultEtcdDialTimeout, "bound on connecting to etcd at start")
+	fs.StringVar(&o.etcdUser, "etcd-username", "", "etcd user name (optional)")
+	fs.StringVar(&o.etcdPasswordFile, "etcd-password-file", "", "file holding the etcd password")
+	fs.StringVar(&o.etcdCA, "etcd-tls-ca", "", "PEM CA verifying etcd's certificate (https endpoints)")
+	fs.StringVar(&o.etcdCert, "etcd-tls-cert", "", "PEM client certificate for etcd (with --etcd-tls-key)")
+	fs.StringVar(&o.etcdKey, "etcd-tls-key", "", "PEM private key of --etcd-tls-cert")
+	fs.BoolVar(&o.forward, "forward-to-leader", false, "on a follower, proxy mutating calls to the leader instead of answering 503 naming it")
+	fs.DurationVar(&o.localityWait, "locality-wait", scheduler.DefaultLocalityWait, "how long a task waits for a data-local slot before rack-local, and as long again before any node; 0: no wait")
+	fs.IntVar(&o.replication, "replication", scheduler.DefaultReplication, "preference list length (nodes per block that count as DATA_LOCAL); must equal the cache nodes' --replication")
+	fs.Var(sizeFlag{&o.blockSize}, "block-size", "cluster block size for placement keys; default: the cache nodes' (128MiB while none is known); when set it must match theirs")
+	fs.DurationVar(&o.maxQueueWait, "max-queue-wait", scheduler.DefaultMaxQueueWait, "how long a place call waits for a slot once queued, before 503")
+	fs.DurationVar(&o.maxWait, "max-wait", scheduler.DefaultMaxWait, "largest wait_ms a request may ask for")
+	fs.IntVar(&o.maxBatchTasks, "max-batch-tasks", scheduler.DefaultMaxBatchTasks, "most tasks in one batch call")
+	o.maxBody, o.maxBatchBody = scheduler.DefaultMaxBodyBytes, scheduler.DefaultMaxBatchBodyBytes
+	fs.Var(sizeFlag{&o.maxBody}, "max-body-bytes", "request body limit of single calls (larger: 413) (default 64KiB)")
+	fs.Var(sizeFlag{&o.maxBatchBody}, "max-batch-body-bytes", "request body limit of batch calls (larger: 413) (default 16MiB)")
+	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file holding a bearer token that mutating calls (POST, gRPC Place/PlaceBatch/Complete) must send; reads stay open")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate: enables TLS on the HTTP and gRPC listeners (with --tls-key)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM CA: require client certificates signed by it (mTLS)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long to wait for in-flight calls and the final counter flush")
+	fs.Usage = flagenv.Usage(fs, summary)
+	return fs
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stderr))
+}
+
+// run is main with its inputs explicit, for tests. It returns the exit
+// code: 0 after a clean shutdown, 2 for bad flags, 1 for any other failure.
+func run(args []string, lookup func(string) (string, bool), stderr io.Writer) int {
+	var o options
+	fs := newFlags(&o, stderr)
+	fs.SetOutput(io.Discard)
+	err := flagenv.Parse(fs, args, lookup)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "scheduler: %v (see --help)\n", err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "scheduler: unexpected arguments %q (flags only; see --help)\n", fs.Args())
+		return 2
+	}
+	log, err := newLogger(o.logLevel, o.logFormat, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "scheduler: %v\n", err)
+		return 2
+	}
+	cfg, err := buildConfig(o, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "scheduler: %s\n", oneLine(err))
+		return 2
+	}
+	s, err := scheduler.New(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "scheduler: %s\n", oneLine(err))
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := serve(ctx, s, o.shutdownTimeout, log); err != nil {
+		fmt.Fprintf(stderr, "scheduler: %s\n", oneLine(err))
+		return 1
+	}
+	return 0
+}
+
+// oneLine renders err on one line without a doubled "scheduler: " prefix.
+func oneLine(err error) string {
+	return strings.TrimPrefix(strings.ReplaceAll(err.Error(), "\n", " "), "scheduler: ")
+}
+
+func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// buildConfig turns the flags into a scheduler.Config (reading the token,
+// password and TLS files).
+func buildConfig(o options, log *slog.Logger) (scheduler.Config, error) {
+	cfg := scheduler.Config{
+		NodeID:     o.nodeID,
+		GossipAddr: o.gossipAddr, GossipAdvertiseAddr: o.gossipAdvertise, GossipKeyFile: o.gossipKeyFile,
+		Join: o.join, JoinTimeout: o.joinTimeout,
+		HTTPAddr: o.httpAddr, HTTPAdvertiseAddr: o.httpAdvertise,
+		GRPCAddr: o.grpcAddr, GRPCAdvertiseAddr: o.grpcAdvertise,
+		BlockSize: o.blockSize, Replication: o.replication, LocalityWait: o.localityWait,
+		MaxQueueWait: o.maxQueueWait, MaxWait: o.maxWait, MaxBatchTasks: o.maxBatchTasks,
+		MaxBodyBytes: o.maxBody, MaxBatchBodyBytes: o.maxBatchBody,
+		Logger: log,
+		Etcd: scheduler.EtcdConfig{
+			Endpoints: o.etcdEndpoints, Prefix: o.etcdPrefix, SessionTTL: o.etcdSessionTTL,
+			DialTimeout: o.etcdDialTimeout, Username: o.etcdUser, Forward: o.forward,
+		},
+	}
+	switch {
+	case o.localityWait == 0:
+		cfg.LocalityWait = scheduler.NoLocalityWait
+	case o.localityWait < 0:
+		return cfg, fmt.Errorf("--locality-wait %v: want a duration >= 0", o.localityWait)
+	}
+	if o.blockSize < 0 || o.maxBody <= 0 || o.maxBatchBody <= 0 {
+		return cfg, errors.New("--block-size, --max-body-bytes and --max-batch-body-bytes must be positive")
+	}
+	if o.etcdSessionTTL%time.Second != 0 {
+		return cfg, fmt.Errorf("--etcd-session-ttl %v: want whole seconds", o.etcdSessionTTL)
+	}
+	switch o.gossipTuning {
+	case "lan":
+		cfg.GossipTuning = membership.LANTuning()
+	case "loopback":
+		cfg.GossipTuning = membership.LoopbackTuning()
+	default:
+		return cfg, fmt.Errorf("--gossip-tuning %q: want lan or loopback", o.gossipTuning)
+	}
+	if o.authTokenFile != "" {
+		tok, err := readSecret(o.authTokenFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--auth-token-file: %w", err)
+		}
+		cfg.AuthToken = tok
+	}
+	if o.etcdPasswordFile != "" {
+		pw, err := readSecret(o.etcdPasswordFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--etcd-password-file: %w", err)
+		}
+		cfg.Etcd.Password = pw
+	}
+	var err error
+	if cfg.TLS, cfg.ClientTLS, err = loadTLS(o.tlsCert, o.tlsKey, o.tlsCA); err != nil {
+		return cfg, err
+	}
+	if o.etcdCA != "" || o.etcdCert != "" {
+		if cfg.Etcd.TLS, err = etcdTLS(o.etcdCA, o.etcdCert, o.etcdKey); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+// readSecret reads a one-line secret file (surrounding white space
+// trimmed; an empty file is an error).
+func readSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return s, nil
+}
+
+// loadTLS builds the listeners' TLS config (and the one to dial another
+// scheduler with, when forwarding): with --tls-ca, clients must present a
+// certificate signed by it.
+func loadTLS(certFile, keyFile, caFile string) (server, client *tls.Config, err error) {
+	switch {
+	case certFile == "" && keyFile == "" && caFile == "":
+		return nil, nil, nil
+	case certFile == "" || keyFile == "":
+		return nil, nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--tls-cert %s / --tls-key %s: %w", certFile, keyFile, err)
+	}
+	server = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+	client = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pool, err := readPool(caFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		server.ClientCAs, server.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		client.RootCAs = pool
+	}
+	return server, client, nil
+}
+
+func etcdTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pool, err := readPool(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--etcd-tls-ca: %w", err)
+		}
+		c.RootCAs = pool
+	}
+	if certFile != "" || keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--etcd-tls-cert / --etcd-tls-key: %w", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
+}
+
+func readPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
+}
+
+// serve runs the scheduler until ctx ends (a signal), then shuts it down.
+func serve(ctx context.Context, s *scheduler.Scheduler, shutdownTimeout time.Duration, log *slog.Logger) error {
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("signal received: shutting down", "timeout", shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	return s.Shutdown(sctx)
+}
+
+// listFlag is a comma-separated list flag.
+type listFlag struct{ p *[]string }
+
+func (f listFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return strings.Join(*f.p, ",")
+}
+
+func (f listFlag) Set(s string) error {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	*f.p = out
+	return nil
+}

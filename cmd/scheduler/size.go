@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// sizeUnits maps a unit suffix (lower case) to its multiplier; the same
+// units as cmd/cachenode's sizes.
+var sizeUnits = map[string]float64{
+	"": 1, "b": 1,
+	"k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
+	"g": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40,
+	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+}
+
+// parseSize parses a byte size: a non-negative number followed by an
+// optional unit, e.g. "134217728", "128MiB", "1g", "1.5GiB", "500MB".
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	mult, ok := sizeUnits[unit]
+	if num == "" || !ok {
+		return 0, fmt.Errorf("size %q: want a number of bytes with an optional unit (KiB, MiB, GiB, TiB, k, m, g, t, KB, MB, GB, TB)", s)
+	}
+	if !strings.Contains(num, ".") {
+		v, err := strconv.ParseInt(num, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("size %q: %v", s, err)
+		}
+		if mult != 1 && v > math.MaxInt64/int64(mult) {
+			return 0, fmt.Errorf("size %q is too large", s)
+		}
+		return v * int64(mult), nil
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %v", s, err)
+	}
+	v := f * mult
+	if v >= math.MaxInt64 || math.IsNaN(v) {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return int64(v), nil
+}
+
+// sizeFlag is a flag.Value for sizes.
+type sizeFlag struct{ p *int64 }
+
+func (f sizeFlag) String() string {
+	if f.p == nil || *f.p == 0 {
+		return ""
+	}
+	return strconv.FormatInt(*f.p, 10)
+}
+
+func (f sizeFlag) Set(s string) error {
+	v, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	*f.p = v
+	return nil
+}
