@@ -328,3 +328,26 @@ func (e *Estimator) heapPop() uint64 {
 	}
 	return top
 }
+
+// SizingFactors are the cache sizes, relative to the current one, that
+// Sizing reports: what the node would hit at a quarter, half, the same,
+// double and four times its size.
+var SizingFactors = []float64{0.25, 0.5, 1, 2, 4}
+
+// Point is one point of a sizing curve.
+type Point struct {
+	Factor   float64 // size relative to the current size
+	Size     int     // in pages
+	HitRatio float64 // estimated LRU hit ratio at Size
+}
+
+// Sizing returns the estimated LRU hit ratio at each of SizingFactors times
+// current (in pages; a size rounds to at least 1).
+func (e *Estimator) Sizing(current int) []Point {
+	pts := make([]Point, len(SizingFactors))
+	for i, f := range SizingFactors {
+		s := max(1, int(f*float64(current)+0.5))
+		pts[i] = Point{Factor: f, Size: s, HitRatio: e.HitRatio(s)}
+	}
+	return pts
+}

@@ -255,3 +255,23 @@ func ExampleEstimator() {
 	// LRU of 1200 pages: hit ratio 0.90
 	// LRU of 2000 pages: hit ratio 0.90
 }
+
+func TestSizing(t *testing.T) {
+	e, _ := New(Config{})
+	for round := 0; round < 10; round++ {
+		for page := uint64(0); page < 1000; page++ {
+			e.Access(page)
+		}
+	}
+	pts := e.Sizing(600)
+	want := []int{150, 300, 600, 1200, 2400}
+	for i, p := range pts {
+		if p.Size != want[i] || p.Factor != SizingFactors[i] {
+			t.Errorf("point %d: %+v, want size %d", i, p, want[i])
+		}
+	}
+	// A 1000-page loop: LRU misses everything below 1000 pages.
+	if pts[2].HitRatio != 0 || pts[3].HitRatio < 0.89 {
+		t.Errorf("loop of 1000 at 600 and 1200 pages: %v, %v; want 0 and 0.9", pts[2].HitRatio, pts[3].HitRatio)
+	}
+}
