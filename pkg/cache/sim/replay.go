@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -227,11 +226,6 @@ func Run(t *Trace, opts Options) ([]Result, error) {
 		}
 	}
 	return results, nil
-}
-
-// SortResults orders results by capacity, keeping the policy order stable.
-func SortResults(rs []Result) {
-	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Capacity < rs[j].Capacity })
 }
 
 func (o Options) newCache(name string, capacity int) (Cache, error) {
