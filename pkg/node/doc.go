@@ -72,11 +72,24 @@
 // (SERVING once Start joined, NOT_SERVING while draining; for "" and
 // ServiceName) and reflection. Flow-control windows are 16 MiB per stream
 // and per connection on both sides, so a 1 MiB-chunk stream does not stall
-// on window updates. ReadRange sends chunks of at most MaxChunkSize (1 MiB)
-// encoded straight from the cache's pinned pages; memory per stream is
-// bounded by the cache's read window and gRPC's flow control, whatever the
-// range's size. Peer connections are pooled, one per address, with
+// on window updates. Peer connections are pooled, one per address, with
 // keepalives, and closed when the member leaves the view.
+//
+// The bulk path avoids gRPC's copies where the API allows, without changing
+// a byte on the wire (Codec, named "proto"):
+//
+//   - ReadRange sends each chunk (at most MaxChunkSize, 1 MiB) straight from
+//     the cache's pinned page: the codec wraps the page in a gRPC buffer and
+//     the handler waits until gRPC's writer has copied it into the
+//     connection's write buffer before the page is unpinned.
+//   - Peer reads decode chunks into RawResponse, whose data are gRPC's
+//     receive buffers themselves (referenced, not copied).
+//   - gRPC's buffers come from a pool that does not zero them.
+//
+// What remains is gRPC's own copy into its write buffer, the client's copy
+// from its read buffer into frame buffers, and the kernel's. Memory per
+// stream is bounded by the cache's read window and the flow-control
+// windows, whatever the range's size.
 //
 // Parquet: Stat recognises Parquet objects (by extension or magic), reads
 // their footers through the cluster cache and keeps them parsed in a
