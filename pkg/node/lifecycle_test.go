@@ -6,8 +6,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
 	"github.com/locuscache/locus/pkg/cache"
 	"github.com/locuscache/locus/pkg/node"
@@ -151,5 +156,61 @@ func TestConfigErrors(t *testing.T) {
 				t.Fatalf("err = %v", err)
 			}
 		})
+	}
+}
+
+// TestReflection: the server answers gRPC reflection with the
+// CacheService and the health service.
+func TestReflection(t *testing.T) {
+	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: origintest.NewMemStore()})
+	cc, err := grpc.NewClient("passthrough:///"+c.Nodes[0].GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stream, err := reflectionpb.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, s := range resp.GetListServicesResponse().GetService() {
+		found[s.GetName()] = true
+	}
+	if !found[node.ServiceName] || !found["grpc.health.v1.Health"] {
+		t.Fatalf("reflection lists %v", found)
+	}
+}
+
+// TestGossipKey: nodes sharing a gossip key form a cluster; a node without
+// the key cannot join it and fails to start.
+func TestGossipKey(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "gossip.key")
+	if err := os.WriteFile(key, []byte("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mem := origintest.NewMemStore()
+	c := nodetest.Start(t, nodetest.Options{N: 2, Origin: mem, Mutate: func(_ int, cfg *node.Config) { cfg.GossipKeyFile = key }})
+	cfg := c.Config(t, 2, c.Nodes[0].GossipAddr())
+	cfg.JoinTimeout = time.Second
+	cfg.GossipKeyFile = "" // Config applied Mutate: take the key away
+	n, err := node.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Abort()
+	if err := n.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "gossip key") {
+		t.Fatalf("a node without the gossip key: Start = %v, want a join failure naming the key", err)
+	}
+	if len(c.Nodes[0].View().Members) != 2 {
+		t.Fatalf("the keyless node got in: %d members", len(c.Nodes[0].View().Members))
 	}
 }
