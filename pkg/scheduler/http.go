@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	_ "embed"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -32,32 +34,48 @@ func (s *Scheduler) newHandler() http.Handler {
 		mux.Handle("GET "+pattern, s.api(call, false, 0, h))
 	}
 	post("/v1/place", "place", s.limits.single, func(w http.ResponseWriter, r *http.Request) (any, error) {
-		var req PlaceRequest
-		if err := decodeJSON(r.Body, &req); err != nil {
+		req, err := decodeBody(r, fastPlace)
+		if err != nil {
 			return nil, err
 		}
-		return s.Place(r.Context(), req)
+		p, err := s.Place(r.Context(), req)
+		if err != nil {
+			return nil, err
+		}
+		return encoded(appendPlacementResponse(nil, &p)), nil
 	})
 	post("/v1/place/batch", "place_batch", s.limits.batch, func(w http.ResponseWriter, r *http.Request) (any, error) {
-		var req PlaceBatchRequest
-		if err := decodeJSON(r.Body, &req); err != nil {
+		req, err := decodeBody(r, fastPlaceBatch)
+		if err != nil {
 			return nil, err
 		}
-		return s.PlaceBatch(r.Context(), req)
+		resp, err := s.PlaceBatch(r.Context(), req)
+		if err != nil {
+			return nil, err
+		}
+		return encoded(appendPlaceBatchResponse(make([]byte, 0, 160*len(resp.Placements)+32), &resp)), nil
 	})
 	post("/v1/complete", "complete", s.limits.single, func(w http.ResponseWriter, r *http.Request) (any, error) {
-		var req CompleteRequest
-		if err := decodeJSON(r.Body, &req); err != nil {
+		req, err := decodeBody(r, fastComplete)
+		if err != nil {
 			return nil, err
 		}
-		return s.Complete(r.Context(), req)
+		resp, err := s.Complete(r.Context(), req)
+		if err != nil {
+			return nil, err
+		}
+		return encoded(appendCompleteResponse(nil, &resp)), nil
 	})
 	post("/v1/complete/batch", "complete_batch", s.limits.batch, func(w http.ResponseWriter, r *http.Request) (any, error) {
-		var req CompleteBatchRequest
-		if err := decodeJSON(r.Body, &req); err != nil {
+		req, err := decodeBody(r, fastCompleteBatch)
+		if err != nil {
 			return nil, err
 		}
-		return s.CompleteBatch(r.Context(), req)
+		resp, err := s.CompleteBatch(r.Context(), req)
+		if err != nil {
+			return nil, err
+		}
+		return encoded(appendCompleteBatchResponse(make([]byte, 0, 64*len(resp.Results)+32), &resp)), nil
 	})
 	get("/v1/jobs/{job}", "counters", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		return s.JobCounters(r.Context(), r.PathValue("job"))
@@ -130,8 +148,47 @@ func (s *Scheduler) api(call string, mutating bool, limit int64, h func(w http.R
 			code = s.writeError(w, err)
 			return
 		}
+		if b, ok := v.(encoded); ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+			_, _ = w.Write(b)
+			return
+		}
 		writeJSON(w, http.StatusOK, v)
 	})
+}
+
+// encoded is an answer already encoded as JSON.
+type encoded []byte
+
+// bodyPool holds request body buffers (up to 4 MiB each are kept).
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// decodeBody reads the request body (bounded by the MaxBytesReader the api
+// wrapper installed) and decodes it with the fast decoder, falling back to
+// encoding/json (decodeJSON: strict, with its errors) when the fast one
+// gives up.
+func decodeBody[T any](r *http.Request, fast func([]byte) (T, bool)) (T, error) {
+	var v T
+	buf := bodyPool.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 4<<20 {
+			buf.Reset()
+			bodyPool.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(r.Body); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return v, tooLarge(tooBig.Limit)
+		}
+		return v, badRequest("reading the body: %v", err)
+	}
+	if v, ok := fast(buf.Bytes()); ok {
+		return v, nil
+	}
+	err := decodeJSON(bytes.NewReader(buf.Bytes()), &v)
+	return v, err
 }
 
 func tooLarge(limit int64) error {

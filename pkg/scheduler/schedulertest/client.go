@@ -21,6 +21,10 @@ type Client struct {
 	// Token, if set, is sent as the bearer token.
 	Token string
 	HTTP  *http.Client
+	// StdJSON makes PlaceBatch and CompleteBatch use encoding/json instead
+	// of the scheduler package's batch codec (the reference client of the
+	// throughput benchmark).
+	StdJSON bool
 }
 
 // NewClient returns a Client of the scheduler at addr (host:port) with a
@@ -46,6 +50,18 @@ func (e *StatusError) Error() string {
 // []byte or nil) and decodes a 200 answer into out (if not nil). Another
 // status gives a *StatusError.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	raw, err := c.DoRaw(ctx, method, path, body)
+	if err != nil || out == nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("decoding the answer to %s %s: %w (%.200q)", method, path, err, raw)
+	}
+	return nil
+}
+
+// DoRaw is Do returning the body of a 200 answer undecoded.
+func (c *Client) DoRaw(ctx context.Context, method, path string, body any) ([]byte, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -54,13 +70,13 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	default:
 		raw, err := json.Marshal(b)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -70,26 +86,21 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		se := &StatusError{Code: resp.StatusCode, Header: resp.Header}
 		if err := json.Unmarshal(raw, &se.Body); err != nil {
 			se.Body.Error = fmt.Sprintf("(body is not an error object: %q)", raw)
 		}
-		return se
+		return nil, se
 	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return fmt.Errorf("decoding the answer to %s %s: %w (%.200q)", method, path, err, raw)
-		}
-	}
-	return nil
+	return raw, nil
 }
 
 // Place calls POST /v1/place.
@@ -102,8 +113,15 @@ func (c *Client) Place(ctx context.Context, req scheduler.PlaceRequest) (schedul
 // PlaceBatch calls POST /v1/place/batch.
 func (c *Client) PlaceBatch(ctx context.Context, req scheduler.PlaceBatchRequest) (scheduler.PlaceBatchResponse, error) {
 	var p scheduler.PlaceBatchResponse
-	err := c.Do(ctx, http.MethodPost, "/v1/place/batch", req, &p)
-	return p, err
+	if c.StdJSON {
+		err := c.Do(ctx, http.MethodPost, "/v1/place/batch", req, &p)
+		return p, err
+	}
+	raw, err := c.DoRaw(ctx, http.MethodPost, "/v1/place/batch", scheduler.AppendPlaceBatchRequest(nil, &req))
+	if err != nil {
+		return p, err
+	}
+	return scheduler.DecodePlaceBatchResponse(raw)
 }
 
 // Complete calls POST /v1/complete.
@@ -116,8 +134,15 @@ func (c *Client) Complete(ctx context.Context, req scheduler.CompleteRequest) (s
 // CompleteBatch calls POST /v1/complete/batch.
 func (c *Client) CompleteBatch(ctx context.Context, req scheduler.CompleteBatchRequest) (scheduler.CompleteBatchResponse, error) {
 	var r scheduler.CompleteBatchResponse
-	err := c.Do(ctx, http.MethodPost, "/v1/complete/batch", req, &r)
-	return r, err
+	if c.StdJSON {
+		err := c.Do(ctx, http.MethodPost, "/v1/complete/batch", req, &r)
+		return r, err
+	}
+	raw, err := c.DoRaw(ctx, http.MethodPost, "/v1/complete/batch", scheduler.AppendCompleteBatchRequest(nil, &req))
+	if err != nil {
+		return r, err
+	}
+	return scheduler.DecodeCompleteBatchResponse(raw)
 }
 
 // Counters calls GET /v1/jobs/{job}, or GET /v1/counters for job "".
