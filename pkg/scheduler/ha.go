@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -385,6 +386,24 @@ func (h *ha) loadCounters(ctx context.Context, job string) (placement.Counters, 
 		return c, fmt.Errorf("%w: counters of %q in etcd do not decode: %v", ErrUnavailable, job, err)
 	}
 	return c, nil
+}
+
+// listJobs lists the jobs with persisted counters, for a follower.
+func (h *ha) listJobs(ctx context.Context) ([]string, error) {
+	octx, cancel := context.WithTimeout(ctx, h.cfg.OpTimeout)
+	defer cancel()
+	resp, err := h.cli.Get(octx, h.keyJobs, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	if err != nil {
+		return nil, fmt.Errorf("%w: listing jobs in etcd: %v", ErrUnavailable, err)
+	}
+	jobs := make([]string, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if job, err := url.PathUnescape(string(kv.Key[len(h.keyJobs):])); err == nil && job != "" {
+			jobs = append(jobs, job)
+		}
+	}
+	slices.Sort(jobs) // escaped order differs from name order
+	return jobs, nil
 }
 
 // kickPersist asks the persister for a flush (called with Scheduler.mu

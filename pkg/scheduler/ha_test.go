@@ -122,6 +122,10 @@ func TestHAFailover(t *testing.T) {
 	if !sameCounters(before, fromEtcd, false) {
 		t.Errorf("follower's counters %+v differ from the leader's %+v", fromEtcd, before)
 	}
+	var jobs struct{ Jobs []string }
+	if err := fc.Do(ctx, "GET", "/v1/jobs", nil, &jobs); err != nil || len(jobs.Jobs) != 1 || jobs.Jobs[0] != "j" {
+		t.Errorf("follower's job list %v %v, want [j]", jobs.Jobs, err)
+	}
 
 	// Failover: the leader shuts down; the follower leads within 10 s.
 	stopped := time.Now()

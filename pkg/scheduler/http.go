@@ -81,7 +81,11 @@ func (s *Scheduler) newHandler() http.Handler {
 		return s.JobCounters(r.Context(), r.PathValue("job"))
 	})
 	get("/v1/jobs", "jobs", func(w http.ResponseWriter, r *http.Request) (any, error) {
-		return map[string][]string{"jobs": s.Jobs()}, nil
+		jobs, err := s.Jobs(r.Context())
+		if err != nil {
+			return nil, err
+		}
+		return map[string][]string{"jobs": jobs}, nil
 	})
 	get("/v1/counters", "counters", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		return s.JobCounters(r.Context(), "")

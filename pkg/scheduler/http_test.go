@@ -182,6 +182,26 @@ func TestNoNode(t *testing.T) {
 	})
 }
 
+// TestBlockSizeMismatch: a scheduler configured with another block size
+// than the cache nodes' refuses to place (wrong placement keys) and says
+// how to fix it; without the flag it takes theirs.
+func TestBlockSizeMismatch(t *testing.T) {
+	n := schedulertest.Node("n1", "r1", 4)
+	n.BlockSize = 64 << 20
+	_, c := startWith(t, schedulertest.NewViews(t, n), func(cfg *scheduler.Config) { cfg.BlockSize = 128 << 20 })
+	_, err := c.Place(context.Background(), scheduler.PlaceRequest{Job: "j", Task: "t", Split: split("u")})
+	if statusOf(err) != 503 || !strings.Contains(err.Error(), "--block-size=67108864") {
+		t.Errorf("got %v, want 503 naming --block-size=67108864", err)
+	}
+	_, c = startWith(t, schedulertest.NewViews(t, n), nil)
+	if _, err := c.Place(context.Background(), scheduler.PlaceRequest{Job: "j", Task: "t", Split: split("u")}); err != nil {
+		t.Errorf("without --block-size: %v", err)
+	}
+	if r, _ := c.Ring(context.Background()); r.BlockSize != 64<<20 {
+		t.Errorf("ring block size %d, want the nodes' 64 MiB", r.BlockSize)
+	}
+}
+
 // TestAuth: with a token, POSTs need it; GETs do not.
 func TestAuth(t *testing.T) {
 	_, c := startWith(t, threeNodes(t), func(cfg *scheduler.Config) { cfg.AuthToken = "s3cret-token" })

@@ -88,7 +88,7 @@ var (
 		"1 when this scheduler places tasks (standalone, or the elected leader), 0 on a follower.", nil, nil)
 	descWaiting = prometheus.NewDesc("locus_scheduler_waiting_requests",
 		"Tasks of requests waiting for their placement (single and batch).", nil, nil)
-	descEpoch = prometheus.NewDesc("locus_ring_generation",
+	descEpoch = prometheus.NewDesc("locus_membership_views_total",
 		"Views of the membership this scheduler has seen (grows on every membership change).", nil, nil)
 )
 

@@ -676,14 +676,19 @@ func (s *Scheduler) JobCounters(ctx context.Context, job string) (JobCounters, e
 	return JobCounters{}, fmt.Errorf("%w: not started", ErrUnavailable)
 }
 
-// Jobs lists the jobs with counters (on the leader; empty elsewhere).
-func (s *Scheduler) Jobs() []string {
+// Jobs lists the jobs with counters, sorted (on a follower, those
+// persisted in etcd).
+func (s *Scheduler) Jobs(ctx context.Context) ([]string, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil {
-		return []string{}
+	if s.p != nil {
+		defer s.mu.Unlock()
+		return s.p.Jobs(), nil
 	}
-	return s.p.Jobs()
+	s.mu.Unlock()
+	if s.ha != nil {
+		return s.ha.listJobs(ctx)
+	}
+	return []string{}, nil
 }
 
 // Lost returns the most recently lost tasks (of job, or all jobs for ""),

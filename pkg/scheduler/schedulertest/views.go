@@ -35,6 +35,16 @@ func NewViews(t testing.TB, members ...membership.Member) *Views {
 	return vs
 }
 
+// MustViews is NewViews for code without a testing.TB (examples); it
+// panics on invalid members.
+func MustViews(members ...membership.Member) *Views {
+	vs := &Views{changed: make(chan struct{})}
+	if err := vs.Set(members...); err != nil {
+		panic(err)
+	}
+	return vs
+}
+
 // Set publishes a View of members (membership.NewView: defaults filled,
 // validated, default ring config).
 func (vs *Views) Set(members ...membership.Member) error {

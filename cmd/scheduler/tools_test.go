@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locuscache/locus/pkg/scheduler"
+	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
+)
+
+// tool returns the path of a tool, or skips the test (fails it with
+// LOCUS_REQUIRE_TOOLS=1).
+func tool(t *testing.T, name, hint string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("LOCUS_REQUIRE_TOOLS") == "1" {
+			t.Fatalf("%s not found (%s)", name, hint)
+		}
+		t.Skipf("%s not found (%s)", name, hint)
+	}
+	return p
+}
+
+// TestStandardTools: promtool accepts the scheduler's /metrics after real
+// traffic, and grpc-health-probe reports SERVING.
+func TestStandardTools(t *testing.T) {
+	promtool := tool(t, "promtool", "Debian: prometheus")
+	probe := tool(t, "grpc-health-probe", "scripts/install-tools.sh")
+	m := schedulertest.StartMember(t, "n1", schedulertest.MemberOptions{Rack: "r1", Slots: 8})
+	p := schedulertest.StartProcess(t, schedulertest.BuildScheduler(t), schedulertest.ProcessOptions{ID: "s", Join: []string{m.GossipAddr}})
+	c := p.Client()
+	waitAlive(t, c, 1, 10*time.Second)
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		pl, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: fmt.Sprint(i), Split: sp(fmt.Sprint("s3://b/", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < 3 {
+			if _, err := c.Complete(ctx, scheduler.CompleteRequest{Job: "j", Task: pl.Task, LocalHitBytes: 10, MissBytes: 5}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	metrics := scrape(t, "http://"+p.HTTPAddr+"/metrics")
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(metrics)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out.String())
+	}
+	for _, name := range []string{"locus_tasks_placed_total", "locus_task_bytes_total", "locus_placement_duration_seconds_bucket", "locus_ring_members", "locus_slots", "locus_scheduler_leader 1"} {
+		if !strings.Contains(metrics, name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	hp, err := exec.Command(probe, "-addr="+p.GRPCAddr).CombinedOutput()
+	if err != nil || !strings.Contains(string(hp), "SERVING") {
+		t.Errorf("grpc-health-probe: %v %s", err, hp)
+	}
+}
