@@ -1,9 +1,11 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"math/bits"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
@@ -276,6 +278,30 @@ type aliasChunk struct {
 	offset int64
 	data   []byte
 	done   chan struct{} // capacity 1
+}
+
+// aliasGrace bounds the wait for gRPC to release an aliased chunk once the
+// stream is over. gRPC frees queued data when a stream is cleaned up or its
+// connection closes, so the wait normally ends at once.
+const aliasGrace = 5 * time.Second
+
+// wait waits until gRPC has released the chunk's data. Returning early
+// would let the cache reuse the page gRPC still reads, so a finished stream
+// still waits for the release, up to aliasGrace.
+func (c *aliasChunk) wait(ctx context.Context) error {
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(aliasGrace)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		return ctx.Err()
+	case <-t.C:
+		return fmt.Errorf("%w (chunk not released by gRPC within %v)", ctx.Err(), aliasGrace)
+	}
 }
 
 // signalPool is the "pool" an aliased buffer returns to: Put signals.

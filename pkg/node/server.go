@@ -42,10 +42,9 @@ func (s *service) ReadRange(req *cachev1.ReadRangeRequest, stream grpc.ServerStr
 				if err != nil {
 					return err
 				}
-				select {
-				case <-alias.done:
-				case <-ctx.Done():
-					return ctx.Err()
+				if err := alias.wait(ctx); err != nil {
+					s.n.log.Warn("gRPC kept a chunk past the stream's end", "uri", req.GetUri(), "offset", pos, "err", err)
+					return err
 				}
 			} else {
 				chunk.Offset, chunk.Data = pos, p[:k]
