@@ -128,8 +128,12 @@ func (s *Scheduler) api(call string, mutating bool, limit int64, h func(w http.R
 		start := time.Now()
 		code := http.StatusOK
 		defer func() {
+			label := "forwarded" // code 0: the leader answered
+			if code != 0 {
+				label = strconv.Itoa(code)
+			}
 			s.metrics.requests.WithLabelValues(call).Observe(time.Since(start).Seconds())
-			s.metrics.answers.WithLabelValues(call, strconv.Itoa(code)).Inc()
+			s.metrics.answers.WithLabelValues(call, label).Inc()
 		}()
 		if mutating {
 			if err := s.checkToken(r.Header.Get("Authorization")); err != nil {

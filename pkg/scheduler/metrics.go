@@ -45,7 +45,7 @@ func newMetrics(s *Scheduler) *metrics {
 		}, []string{"call"}),
 		answers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "locus_scheduler_requests_total",
-			Help: "Scheduler API calls by call and HTTP status code (gRPC calls are counted with the equivalent HTTP code).",
+			Help: "Scheduler API calls by call and HTTP status code (gRPC calls are counted with the equivalent HTTP code; \"forwarded\": proxied to the leader).",
 		}, []string{"call", "code"}),
 		persist: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "locus_scheduler_persist_duration_seconds",

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -287,8 +288,8 @@ func placeError(err error) error {
 // Place places one task. When no slot its locality level allows is free
 // it waits (delay scheduling: up to the wait for a data-local slot, as long
 // again for rack-local, then any node) and, once it may go anywhere, for a
-// slot to free up, until Config.MaxQueueWait or ctx ends: then the task is
-// cancelled and Place returns ErrNoNode. Errors: ErrBadRequest,
+// slot to free up, for Config.MaxQueueWait more, or until ctx ends: then
+// the task is cancelled and Place returns ErrNoNode. Errors: ErrBadRequest,
 // ErrConflict (task already queued or running), ErrNoNode (no cache node,
 // no slots, or none freed in time), ErrNotLeader, ErrUnavailable,
 // ErrStopped, ctx's error.
@@ -331,7 +332,7 @@ func (s *Scheduler) Place(ctx context.Context, req PlaceRequest) (Placement, err
 		return Placement{}, placeError(err)
 	}
 	if w != nil {
-		if a, err = s.await(ctx, key, w); err != nil {
+		if a, err = s.await(ctx, key, w, s.queueLimit(task.Wait)); err != nil {
 			return Placement{}, err
 		}
 	}
@@ -341,16 +342,23 @@ func (s *Scheduler) Place(ctx context.Context, req PlaceRequest) (Placement, err
 	return s.placementOf(a, view.Epoch), nil
 }
 
-// await waits for a queued task's assignment (see Place).
-func (s *Scheduler) await(ctx context.Context, key taskKey, w *waiter) (placement.Assignment, error) {
-	timer := time.NewTimer(s.cfg.MaxQueueWait)
+// queueLimit is how long a request waits for a task with locality wait
+// w: its two locality waits, then Config.MaxQueueWait for a free slot.
+func (s *Scheduler) queueLimit(w time.Duration) time.Duration {
+	return 2*w + s.cfg.MaxQueueWait
+}
+
+// await waits for a queued task's assignment (see Place), at most limit.
+func (s *Scheduler) await(ctx context.Context, key taskKey, w *waiter, limit time.Duration) (placement.Assignment, error) {
+	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	var why error
 	select {
 	case r := <-w.ch:
 		return r.a, r.err
 	case <-timer.C:
-		why = fmt.Errorf("%w: no node could take the task within %v (every slot it may use is busy): retry later", ErrNoNode, s.cfg.MaxQueueWait)
+		why = fmt.Errorf("%w: no node could take the task within %v (its locality waits, then --max-queue-wait %v; every slot it may use is busy): retry later",
+			ErrNoNode, limit.Round(time.Millisecond), s.cfg.MaxQueueWait)
 	case <-ctx.Done():
 		why = ctx.Err()
 	}
@@ -407,7 +415,7 @@ const (
 // rack-local, then any, as the tasks' waits allow).
 //
 // The batch returns when every task is placed, or as soon as no alive node
-// has a free slot, or after Config.MaxQueueWait. While some node has a
+// has a free slot, or after twice the tasks' wait plus Config.MaxQueueWait. While some node has a
 // free slot, the tasks left wait for it as their locality waits run out (a
 // data-local slot may also free up meanwhile): that wait always ends,
 // because a task whose waits are over takes any free slot. When no slot is
@@ -479,7 +487,7 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req PlaceBatchRequest) (Plac
 
 	var reason string
 	if bw != nil {
-		if reason, err = s.awaitBatch(ctx, req.Job, tasks, unplaced, bw, ch, res); err != nil {
+		if reason, err = s.awaitBatch(ctx, req.Job, tasks, unplaced, bw, ch, res, s.queueLimit(wait)); err != nil {
 			return PlaceBatchResponse{}, err
 		}
 	}
@@ -501,8 +509,8 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req PlaceBatchRequest) (Plac
 // awaitBatch waits for the unplaced tasks of a batch (see PlaceBatch) and
 // fills res; it returns why the tasks still unplaced (Node "") were
 // deferred.
-func (s *Scheduler) awaitBatch(ctx context.Context, job string, tasks []placement.Task, unplaced []int, bw *batchWait, ch chan result, res []placement.Assignment) (string, error) {
-	timer := time.NewTimer(s.cfg.MaxQueueWait)
+func (s *Scheduler) awaitBatch(ctx context.Context, job string, tasks []placement.Task, unplaced []int, bw *batchWait, ch chan result, res []placement.Assignment, limit time.Duration) (string, error) {
+	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	remaining := len(unplaced)
 	reason := DeferredNoSlot
@@ -728,6 +736,7 @@ func (s *Scheduler) Ring() RingStatus {
 	}
 	view := s.mem.View()
 	out.Epoch, out.Generation = view.Epoch, view.Generation
+	out.EpochHex = strconv.FormatUint(view.Epoch, 16)
 	out.BlockSize, _ = s.blockSize(view, st)
 	var status map[string]placement.NodeStatus
 	s.mu.Lock()
