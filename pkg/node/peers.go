@@ -157,10 +157,13 @@ func (p *peerPool) close() {
 // as peer hits; when the stream fails the delivered bytes count as peer
 // hits (what m fetched for them is unknown).
 func (p *peerPool) read(ctx context.Context, m membership.Member, obj cache.Object, off, length int64, emit func([]byte) error) (got int64, sum readpath.Summary, err error) {
+	answered := false // the peer's handler produced the error (not the connection)
 	defer func() {
 		if err != nil {
 			sum = readpath.Summary{Bytes: got, PeerHitBytes: got}
-			p.failed(ctx, m, err)
+			if !answered {
+				p.failed(ctx, m, err)
+			}
 		}
 		p.m.peerRead(err)
 	}()
@@ -185,6 +188,13 @@ func (p *peerPool) read(ctx context.Context, m membership.Member, obj cache.Obje
 		if err := stream.RecvMsg(&resp); err != nil {
 			if err == io.EOF {
 				return got, sum, fmt.Errorf("%w: %s ended the stream without a summary after %d bytes", ErrPeer, m.ID, got)
+			}
+			// A status the peer's handler returned (its origin failing,
+			// say) still continues elsewhere, but does not mark the peer
+			// down: gRPC reports a header error only when the peer never
+			// answered (dial failure, connection lost).
+			if _, herr := stream.Header(); herr == nil && context.Cause(sctx) == nil {
+				answered = true
 			}
 			return got, sum, p.streamErr(sctx, err)
 		}

@@ -460,3 +460,29 @@ func TestPeerPoolPrune(t *testing.T) {
 		t.Fatal("prune kept the departed member's connection or dropped a live one")
 	}
 }
+
+// TestPeerBackoff: a peer that cannot be reached is skipped for a while;
+// one whose handler answered with an error (its origin failing, say) is
+// not.
+func TestPeerBackoff(t *testing.T) {
+	c := newTCluster(t, tclusterOpts{n: 1, mutate: func(_ int, cfg *Config) { cfg.PeerBackoff = time.Hour }})
+	answering := startFakePeer(t, chunkPeer(nil, 0, status.Error(codes.Unavailable, "origin down over there"), false, false))
+	dead := deadAddr(t)
+	c.addMember("zz-answering", answering)
+	c.addMember("zz-dead", dead)
+	uri := "s3://bkt/backoff.bin"
+	const size = 30 * tBlock
+	data := randBytes(13, size)
+	c.mem.Put(uri, data)
+	if ownedBytes(c, uri, 0, size, "zz-answering") == 0 || ownedBytes(c, uri, 0, size, "zz-dead") == 0 {
+		t.Fatal("setup: a fake member owns nothing")
+	}
+	got, _ := mustRead(t, c.nodes[0], readpath.Request{URI: uri, Offset: 0, Length: size})
+	if !bytes.Equal(got, data) {
+		t.Fatal("bytes differ")
+	}
+	p := c.nodes[0].peers
+	if !p.down(dead) || p.down(answering) {
+		t.Fatalf("down: dead %v (want true), answering %v (want false)", p.down(dead), p.down(answering))
+	}
+}
