@@ -25,9 +25,12 @@
 //     Config.PeerIdleTimeout, a broken stream), the rest of the block comes
 //     straight from the origin, uncached here (the pages are not ours),
 //     counted as owner_unavailable misses. A peer that fails mid-stream is
-//     left at the byte it reached. A peer that failed is skipped for
-//     Config.PeerBackoff, so a dead owner costs one failure, not one per
-//     block, until the gossip declares it dead.
+//     left at the byte it reached. A peer that could not be reached (or
+//     went silent) is skipped for Config.PeerBackoff, so a dead owner costs
+//     one failure, not one per block, until the gossip declares it dead; a
+//     peer whose handler answered with an error is not skipped. NOT_FOUND,
+//     FAILED_PRECONDITION and OUT_OF_RANGE from a peer are about the object
+//     and end the read.
 //
 // Every piece of one read comes from one version of the object: local
 // pages are keyed by version, peers are asked for that version, and origin

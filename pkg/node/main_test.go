@@ -8,6 +8,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	nodetest.RunIfDaemon() // process tests re-execute this binary as the daemon
 	code := m.Run()
 	nodetest.RemoveBuilds()
 	os.Exit(code)

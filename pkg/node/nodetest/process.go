@@ -14,8 +14,38 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locuscache/locus/pkg/node/daemon"
 	"github.com/locuscache/locus/pkg/origin/origintest"
 )
+
+// DaemonEnv names the environment variable that makes a test binary run
+// the cache node daemon instead of its tests (see RunIfDaemon).
+const DaemonEnv = "LOCUS_NODETEST_DAEMON"
+
+var reexec bool
+
+// RunIfDaemon lets a test binary be the cachenode daemon for StartProcess,
+// which saves building cmd/cachenode (a link of several seconds, much more
+// on a loaded machine). Call it first in TestMain:
+//
+//	func TestMain(m *testing.M) {
+//		nodetest.RunIfDaemon()
+//		code := m.Run()
+//		nodetest.RemoveBuilds()
+//		os.Exit(code)
+//	}
+//
+// Started by StartProcess, the binary runs daemon.Main with the process's
+// arguments and exits; otherwise RunIfDaemon returns and BuildCachenode
+// hands out the test binary itself. The daemon code is the same as
+// cmd/cachenode's (which is daemon.Main and nothing else), compiled with the
+// test's flags (-race included).
+func RunIfDaemon() {
+	if os.Getenv(DaemonEnv) == "1" {
+		os.Exit(daemon.Main(os.Args[1:], os.LookupEnv, os.Stderr))
+	}
+	reexec = true
+}
 
 var build struct {
 	once sync.Once
@@ -25,11 +55,19 @@ var build struct {
 	out  []byte
 }
 
-// BuildCachenode builds cmd/cachenode once per test binary and returns the
-// binary's path (in a temporary directory; call RemoveBuilds from TestMain
-// to delete it). The link takes several seconds, so tests share it.
+// BuildCachenode returns the path of a cachenode daemon binary: the test
+// binary itself after RunIfDaemon, else cmd/cachenode built once per test
+// binary (in a temporary directory; call RemoveBuilds from TestMain to
+// delete it).
 func BuildCachenode(t testing.TB) string {
 	t.Helper()
+	if reexec {
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatalf("nodetest: %v", err)
+		}
+		return self
+	}
 	build.once.Do(func() {
 		root, err := moduleRoot()
 		if err != nil {
@@ -142,6 +180,9 @@ func StartProcess(t testing.TB, bin string, opts ProcessOptions) *Process {
 	}
 	args = append(args, opts.Args...)
 	env = append(env, opts.Env...)
+	if self, err := os.Executable(); err == nil && self == bin {
+		env = append(env, DaemonEnv+"=1")
+	}
 
 	p := &Process{ID: opts.ID, GossipAddr: opts.GossipAddr, GRPCAddr: opts.GRPCAddr, HTTPAddr: opts.HTTPAddr,
 		Opts: opts, logs: &syncBuffer{}, done: make(chan struct{})}

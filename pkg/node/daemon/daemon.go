@@ -1,0 +1,292 @@
+// Package daemon is the cache node daemon behind cmd/cachenode: its flags
+// (DESIGN.md's names, each also settable as a LOCUS_* environment
+// variable through internal/flagenv), the origin it builds from them (S3
+// always, with the standard AWS credential chain; file:// under
+// --origin-file-root), the S3 gateway on the HTTP listener, structured logs
+// on stderr, and the signal handling: SIGTERM or SIGINT drains the node
+// (membership state draining, /readyz 503, in-flight reads finish, at most
+// --drain-timeout), leaves the cluster, closes the cache and exits 0.
+//
+// It is a package rather than cmd/cachenode's main so that tests can run the
+// daemon by re-executing their own binary (nodetest.RunIfDaemon) instead of
+// building one.
+//
+// Sizes take plain bytes or units: 134217728, 128MiB, 10GiB, 1g, 1.5GiB,
+// 500MB (KiB, MiB, GiB, TiB and k, m, g, t are binary; KB, MB, GB, TB
+// decimal).
+package daemon
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/locuscache/locus/internal/flagenv"
+	"github.com/locuscache/locus/pkg/gateway"
+	"github.com/locuscache/locus/pkg/membership"
+	"github.com/locuscache/locus/pkg/node"
+	"github.com/locuscache/locus/pkg/origin"
+)
+
+const summary = `cachenode: the Locus cache node.
+
+It caches pages of data-lake objects (s3://bucket/key through the S3 origin,
+file:///path under --origin-file-root) in RAM (--memory-size) and on disk
+(--cache-dir, --cache-size), owns the blocks the consistent-hash ring gives
+it (--block-size, the same on every node), and reads the blocks other nodes
+own through them. It serves gRPC (--grpc-addr: CacheService, health,
+reflection) and HTTP (--http-addr: /metrics, /healthz, /readyz and an
+S3-compatible GET/HEAD gateway). Start the first node without --join, the
+others with --join=<a member's --gossip-addr>.
+
+Sizes take plain bytes or units: 134217728, 128MiB, 10GiB, 1g, 500MB.
+S3 credentials come from the standard AWS chain (AWS_ACCESS_KEY_ID, ~/.aws, roles).
+SIGTERM or SIGINT drains the node (state draining, in-flight reads finish),
+leaves the cluster and exits 0; the disk cache survives for a warm restart.
+
+Usage: cachenode [flags]`
+
+// options are the parsed flags.
+type options struct {
+	nodeID, rack                       string
+	gossipAddr, gossipAdvertise        string
+	join                               []string
+	grpcAddr, grpcAdvertise            string
+	httpAddr, httpAdvertise            string
+	cacheDir                           string
+	cacheSize, memorySize              int64
+	blockSize, pageSize                int64
+	slots, replication                 int
+	cachePolicy                        string
+	s3Endpoint, s3Region               string
+	s3PathStyle                        bool
+	fileRoot                           string
+	gossipKeyFile                      string
+	gossipTuning                       string
+	tlsCert, tlsKey, tlsCA             string
+	statTTL, drainTimeout, joinTimeout time.Duration
+	peerIdleTimeout                    time.Duration
+	logLevel, logFormat                string
+	sizer                              bool
+	gatewayRegion                      string
+	gatewayLenientRange                bool
+	gatewayBuckets                     []string
+	s3Timeout                          time.Duration
+}
+
+func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("cachenode", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.nodeID, "node-id", "", "node id, unique in the cluster (default: the host name)")
+	fs.StringVar(&o.rack, "rack", "", "rack (failure domain) of this node, for rack-aware placement")
+	fs.StringVar(&o.gossipAddr, "gossip-addr", node.DefaultGossipAddr, "gossip (memberlist) listen address ip:port, UDP and TCP")
+	fs.StringVar(&o.gossipAdvertise, "gossip-advertise-addr", "", "gossip address announced to others, when --gossip-addr is not reachable as is (0.0.0.0, NAT)")
+	fs.Var(listFlag{&o.join}, "join", "comma-separated gossip addresses (host:port) of cluster members to join; empty starts a new cluster")
+	fs.StringVar(&o.grpcAddr, "grpc-addr", node.DefaultGRPCAddr, "gRPC listen address (CacheService, health, reflection)")
+	fs.StringVar(&o.grpcAdvertise, "grpc-advertise-addr", "", "gRPC address announced to the cluster (needed when --grpc-addr is 0.0.0.0)")
+	fs.StringVar(&o.httpAddr, "http-addr", node.DefaultHTTPAddr, "HTTP listen address (/metrics, /healthz, /readyz, S3 gateway)")
+	fs.StringVar(&o.httpAdvertise, "http-advertise-addr", "", "HTTP address announced to the cluster (needed when --http-addr is 0.0.0.0)")
+	fs.StringVar(&o.cacheDir, "cache-dir", "", "directory of the disk cache (slab files; reused on restart); empty: RAM only")
+	fs.Var(sizeFlag{&o.cacheSize}, "cache-size", "disk cache size, required with --cache-dir; the files never grow past it")
+	fs.Var(sizeFlag{&o.memorySize}, "memory-size", "RAM for page data: the whole cache without --cache-dir (default 1GiB then), a RAM tier over the disk with it (default none)")
+	fs.Var(sizeFlag{&o.blockSize}, "block-size", "cluster block size, the unit of ring ownership; must be the same on every node (default 128MiB)")
+	fs.Var(sizeFlag{&o.pageSize}, "page-size", "cache page size; must divide --block-size (default 1MiB)")
+	fs.IntVar(&o.slots, "slots", node.DefaultSlots, "executor slots announced to the scheduler")
+	fs.IntVar(&o.replication, "replication", node.DefaultReplication, "nodes per block's preference list that serve it from their own cache")
+	fs.StringVar(&o.cachePolicy, "cache-policy", "", "cache eviction policy: locus or lru (default locus)")
+	fs.BoolVar(&o.sizer, "cache-sizing", true, "estimate the hit ratio at other cache sizes (locus_cache_estimated_hit_ratio)")
+	fs.StringVar(&o.s3Endpoint, "origin-s3-endpoint", "", "S3 endpoint URL for S3-compatible stores, e.g. http://127.0.0.1:7070 (default: AWS)")
+	fs.StringVar(&o.s3Region, "origin-s3-region", "", "S3 region (default: from the AWS configuration, else us-east-1)")
+	fs.BoolVar(&o.s3PathStyle, "origin-s3-path-style", false, "address S3 buckets by path (http://host/bucket/key), as most S3-compatible stores need")
+	fs.DurationVar(&o.s3Timeout, "origin-s3-timeout", origin.DefaultS3Timeout, "bound on one S3 call, retries included")
+	fs.StringVar(&o.fileRoot, "origin-file-root", "", "the only directory file:// URIs may name; empty: no file:// origin")
+	fs.StringVar(&o.gossipKeyFile, "gossip-key-file", "", "file holding the gossip encryption key (16, 24 or 32 bytes, raw or base64); the same on every node")
+	fs.StringVar(&o.gossipTuning, "gossip-tuning", "lan", "failure detector timings: lan (a dead node is detected in 3-7s) or loopback (1-3s; for single-host clusters)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate: enables TLS on gRPC and HTTP (with --tls-key)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM CA: require client certificates signed by it (mTLS) and verify peers with it")
+	fs.DurationVar(&o.statTTL, "stat-ttl", node.DefaultStatTTL, "how long an object's size and version are trusted before asking the origin again")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", node.DefaultDrainTimeout, "on SIGTERM, how long to wait for in-flight reads before leaving")
+	fs.DurationVar(&o.joinTimeout, "join-timeout", node.DefaultJoinTimeout, "how long to keep retrying --join while no member answers")
+	fs.DurationVar(&o.peerIdleTimeout, "peer-idle-timeout", node.DefaultPeerIdleTimeout, "a peer read silent this long continues from the origin")
+	fs.StringVar(&o.gatewayRegion, "gateway-region", "", "region the S3 gateway reports for GetBucketLocation")
+	fs.BoolVar(&o.gatewayLenientRange, "gateway-lenient-range", false, "serve the whole object for a malformed Range header, as AWS does (default: 400)")
+	fs.Var(listFlag{&o.gatewayBuckets}, "gateway-bucket", "comma-separated name=uri-prefix mappings for the S3 gateway, e.g. lake=s3://prod/tables/,local=file:///data/; empty: every bucket is itself")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fs.Usage = flagenv.Usage(fs, summary)
+	return fs
+}
+
+// Main runs the cache node daemon with the given arguments (without the
+// program name), environment lookup (os.LookupEnv) and standard error, until
+// SIGTERM or SIGINT, and returns the exit code: 0 after a clean shutdown, 2
+// for bad flags, 1 for any other failure (with a one-line reason on
+// stderr).
+func Main(args []string, lookup func(string) (string, bool), stderr io.Writer) int {
+	var o options
+	fs := newFlags(&o, stderr)
+	// Parse quietly: a bad flag is one line on stderr, --help the full text.
+	fs.SetOutput(io.Discard)
+	err := flagenv.Parse(fs, args, lookup)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "cachenode: %v (see --help)\n", err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "cachenode: unexpected arguments %q (flags only; see --help)\n", fs.Args())
+		return 2
+	}
+	log, err := newLogger(o.logLevel, o.logFormat, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "cachenode: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := serve(ctx, o, log); err != nil {
+		fmt.Fprintf(stderr, "cachenode: %s\n", oneLine(err))
+		return 1
+	}
+	return 0
+}
+
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }
+
+func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// serve runs the node until ctx ends (a signal), then stops it.
+func serve(ctx context.Context, o options, log *slog.Logger) error {
+	var nodeRef atomic.Pointer[node.Node]
+	store, err := buildOrigin(ctx, o, func(a origin.Attempt) {
+		if n := nodeRef.Load(); n != nil {
+			n.ObserveOriginAttempt(a)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	var tuning membership.Tuning
+	switch o.gossipTuning {
+	case "lan":
+		tuning = membership.LANTuning()
+	case "loopback":
+		tuning = membership.LoopbackTuning()
+	default:
+		return fmt.Errorf("--gossip-tuning %q: want lan or loopback", o.gossipTuning)
+	}
+	if o.pageSize > 1<<30 {
+		return fmt.Errorf("--page-size %s is too large", formatSize(o.pageSize))
+	}
+	buckets, err := parseBuckets(o.gatewayBuckets)
+	if err != nil {
+		return err
+	}
+	cfg := node.Config{
+		ID: o.nodeID, Rack: o.rack,
+		GossipAddr: o.gossipAddr, GossipAdvertiseAddr: o.gossipAdvertise, GossipKeyFile: o.gossipKeyFile,
+		GossipTuning: tuning, Join: o.join, JoinTimeout: o.joinTimeout,
+		GRPCAddr: o.grpcAddr, GRPCAdvertiseAddr: o.grpcAdvertise,
+		HTTPAddr: o.httpAddr, HTTPAdvertiseAddr: o.httpAdvertise,
+		Slots:    o.slots,
+		CacheDir: o.cacheDir, CacheSize: o.cacheSize, MemorySize: o.memorySize,
+		PageSize: int(o.pageSize), BlockSize: o.blockSize, CachePolicy: o.cachePolicy, CacheSizer: o.sizer,
+		Replication: o.replication,
+		Origin:      store, StatTTL: o.statTTL,
+		TLSCertFile: o.tlsCert, TLSKeyFile: o.tlsKey, TLSCAFile: o.tlsCA,
+		DrainTimeout: o.drainTimeout, PeerIdleTimeout: o.peerIdleTimeout,
+		Logger: log,
+		Gateway: func(n *node.Node) (http.Handler, error) {
+			return gateway.New(gateway.Config{
+				Backend: n, Buckets: buckets, Region: o.gatewayRegion, LenientRange: o.gatewayLenientRange,
+				Logger: log.With("component", "gateway"),
+			})
+		},
+	}
+	n, err := node.New(cfg)
+	if err != nil {
+		return err
+	}
+	nodeRef.Store(n)
+	if err := n.Start(ctx); err != nil {
+		n.Abort()
+		return err
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("signal received: draining", "drain_timeout", o.drainTimeout)
+	case serveErr = <-n.ServeErr():
+		log.Error("server failed; stopping", "err", serveErr)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), o.drainTimeout+15*time.Second)
+	defer cancel()
+	if err := n.Stop(sctx); err != nil {
+		log.Warn("shutdown", "err", err)
+	}
+	return serveErr
+}
+
+// buildOrigin builds the origin store: S3 always (credentials from the AWS
+// chain), files when --origin-file-root is set.
+func buildOrigin(ctx context.Context, o options, observe func(origin.Attempt)) (origin.Store, error) {
+	s3s, err := origin.NewS3Store(ctx, origin.S3Config{
+		Endpoint: o.s3Endpoint, Region: o.s3Region, PathStyle: o.s3PathStyle,
+		Timeout: o.s3Timeout, Observe: observe,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("S3 origin: %w", err)
+	}
+	routes := map[string]origin.Store{origin.SchemeS3: s3s}
+	if o.fileRoot != "" {
+		fsx, err := origin.NewFileStore(origin.FileConfig{Root: o.fileRoot})
+		if err != nil {
+			return nil, fmt.Errorf("--origin-file-root: %w", err)
+		}
+		routes[origin.SchemeFile] = fsx
+	}
+	return origin.NewRouter(routes)
+}
+
+// parseBuckets parses --gateway-bucket name=prefix pairs.
+func parseBuckets(pairs []string) (map[string]string, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		name, prefix, ok := strings.Cut(p, "=")
+		if !ok || name == "" || prefix == "" {
+			return nil, fmt.Errorf("--gateway-bucket %q: want name=uri-prefix", p)
+		}
+		m[name] = prefix
+	}
+	return m, nil
+}

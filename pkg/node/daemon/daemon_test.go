@@ -1,0 +1,102 @@
+package daemon
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/locuscache/locus/internal/flagenv"
+)
+
+func TestParseSize(t *testing.T) {
+	good := map[string]int64{
+		"0": 0, "134217728": 134217728, "128MiB": 128 << 20, "10GiB": 10 << 30, "1g": 1 << 30, "1G": 1 << 30,
+		"512k": 512 << 10, "64 MiB": 64 << 20, "1.5GiB": 3 << 29, "500MB": 500_000_000, "2TiB": 2 << 40,
+		"1t": 1 << 40, "4096B": 4096, "1kb": 1000,
+	}
+	for in, want := range good {
+		got, err := parseSize(in)
+		if err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "abc", "-1", "1.2.3GiB", "10XB", "MiB", "9999999999TiB", "99999999999999999999", "1e9"} {
+		if v, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) = %d, want an error", in, v)
+		}
+	}
+	for _, n := range []int64{1, 1023, 1 << 10, 3 << 20, 128 << 20, 5 << 30, 1 << 40} {
+		back, err := parseSize(formatSize(n))
+		if err != nil || back != n {
+			t.Errorf("formatSize(%d) = %q does not parse back (%d, %v)", n, formatSize(n), back, err)
+		}
+	}
+}
+
+// TestFlagsPerDesign: every flag DESIGN.md names exists, each with its
+// LOCUS_* variable in --help.
+func TestFlagsPerDesign(t *testing.T) {
+	var out bytes.Buffer
+	if code := Main([]string{"--help"}, func(string) (string, bool) { return "", false }, &out); code != 0 {
+		t.Fatalf("--help exit %d", code)
+	}
+	help := out.String()
+	for _, f := range []string{"node-id", "rack", "gossip-addr", "join", "grpc-addr", "http-addr", "cache-dir", "cache-size",
+		"memory-size", "slots", "block-size", "page-size", "origin-s3-endpoint", "origin-s3-region", "origin-s3-path-style",
+		"origin-file-root", "gossip-key-file", "tls-cert", "tls-key", "tls-ca"} {
+		if !strings.Contains(help, "--"+f+" ") && !strings.Contains(help, "--"+f+"   ") {
+			t.Errorf("--help lacks --%s", f)
+		}
+		if !strings.Contains(help, flagenv.EnvName(f)) {
+			t.Errorf("--help lacks %s", flagenv.EnvName(f))
+		}
+	}
+	for _, d := range []string{"127.0.0.1:7946", "127.0.0.1:7070", "127.0.0.1:7080"} {
+		if !strings.Contains(help, d) {
+			t.Errorf("--help lacks the default %s", d)
+		}
+	}
+}
+
+// TestBadConfigExits: bad flags exit 2, unusable configurations exit 1,
+// each with one line on stderr.
+func TestBadConfigExits(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		code int
+		want string
+	}{
+		{"unknown flag", []string{"--no-such-flag"}, nil, 2, "no-such-flag"},
+		{"bad size", []string{"--cache-size=lots"}, nil, 2, "cache-size"},
+		{"bad size in env", nil, map[string]string{"LOCUS_MEMORY_SIZE": "huge"}, 2, "LOCUS_MEMORY_SIZE"},
+		{"positional", []string{"extra"}, nil, 2, "unexpected"},
+		{"bad log level", []string{"--log-level=loud"}, nil, 2, "log-level"},
+		{"cache dir without size", []string{"--cache-dir=" + dir, "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "cache-size"},
+		{"cert without key", []string{"--tls-cert=/x.pem", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "tls-key"},
+		{"missing cert file", []string{"--tls-cert=/nope.pem", "--tls-key=/nope-key.pem", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "nope.pem"},
+		{"page size not dividing block", []string{"--page-size=3MiB", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "does not divide"},
+		{"bad gossip tuning", []string{"--gossip-tuning=wan"}, nil, 1, "gossip-tuning"},
+		{"missing file root", []string{"--origin-file-root=/no/such/dir"}, nil, 1, "origin-file-root"},
+		{"missing key file", []string{"--gossip-key-file=/no/key", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "key"},
+		{"bad gateway bucket", []string{"--gateway-bucket=lake"}, nil, 1, "gateway-bucket"},
+		{"unbindable address", []string{"--grpc-addr=192.0.2.1:1", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "gRPC listener"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			lookup := func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }
+			code := Main(tc.args, lookup, &out)
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			last := lines[len(lines)-1]
+			if code != tc.code || !strings.Contains(last, tc.want) || !strings.HasPrefix(last, "cachenode: ") {
+				t.Fatalf("exit %d, last line %q; want exit %d and a line about %q\n%s", code, last, tc.code, tc.want, out.String())
+			}
+			if tc.code == 2 && len(lines) != 1 {
+				t.Fatalf("bad flag printed %d lines, want one:\n%s", len(lines), out.String())
+			}
+		})
+	}
+}
