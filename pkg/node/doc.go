@@ -2,8 +2,9 @@
 // (pkg/cache), a seat in the cluster gossip (pkg/membership, whose views
 // carry the ring), an origin store (pkg/origin), a gRPC CacheService
 // (proto/cache/v1) and an HTTP listener (/metrics, /healthz, /readyz and the
-// S3 gateway). cmd/cachenode is a thin main around it; package nodetest
-// starts real nodes for tests.
+// S3 gateway). Package daemon (pkg/node/daemon) adds the flags, the origin
+// built from them, logging and signals; cmd/cachenode is its main. Package
+// nodetest starts real nodes for tests, in process or as daemon processes.
 //
 // # Reading
 //

@@ -2,8 +2,10 @@
 // clusters (Start: N nodes on 127.0.0.1, 127.0.0.2, ... with free ports,
 // real gossip with loopback tuning, real gRPC and HTTP listeners, the S3
 // gateway mounted) and daemon processes (BuildCachenode, StartProcess) for
-// tests that kill or signal a node. NewTLS makes a throwaway CA and
-// certificates for TLS and mTLS tests.
+// tests that kill or signal a node; with RunIfDaemon in TestMain the test
+// binary itself serves as the daemon, so nothing is built. NewTLS makes a
+// throwaway CA and certificates for TLS and mTLS tests; ReadRange and
+// StreamRange read a range over gRPC and check the stream's protocol.
 //
 // The origin is whatever origin.Store the test passes (an
 // origintest.MemStore, a FileStore), or a versitygw started with
