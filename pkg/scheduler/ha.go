@@ -659,9 +659,20 @@ func (h *ha) shutdown(ctx context.Context) error {
 		cancel()
 	}
 	h.cancel()
+	// Every etcd call of the loops is bounded by OpTimeout, except the
+	// clean-up etcd's Election.Campaign makes on its client's own context
+	// when cancelled: with etcd unreachable it would wait forever, so
+	// close the client if the loops have not ended by then.
 	select {
 	case <-h.done:
 	case <-ctx.Done():
+	case <-time.After(h.cfg.OpTimeout):
+	}
+	select {
+	case <-h.done:
+	default:
+		_ = h.cli.Close()
+		<-h.done
 	}
 	if err != nil {
 		return fmt.Errorf("scheduler: final counter flush: %w", err)

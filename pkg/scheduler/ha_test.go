@@ -244,3 +244,36 @@ func TestHAForwardAndConfig(t *testing.T) {
 		t.Errorf("invalid config applied: %+v", st)
 	}
 }
+
+// TestHAEtcdDown: when etcd fails, the leader cannot persist: calls that
+// changed counters answer 503 instead of claiming a durable result, and
+// the leader steps down when its session expires.
+func TestHAEtcdDown(t *testing.T) {
+	e := schedulertest.StartEtcd(t)
+	views := threeNodes(t)
+	ss := haPair(t, e, views, func(i int, cfg *scheduler.Config) { cfg.Etcd.OpTimeout = time.Second })
+	waitLeader(t, ss[:], 10*time.Second)
+	c := schedulertest.NewClient(ss[0].HTTPAddr())
+	ctx := context.Background()
+	p, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "t", Split: split("u")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Stop()
+	start := time.Now()
+	_, err = c.Complete(ctx, scheduler.CompleteRequest{Job: "j", Task: p.Task, Bytes: 1})
+	if statusOf(err) != 503 {
+		t.Fatalf("complete with etcd down: %v, want 503", err)
+	}
+	t.Logf("complete answered %v after %v", err, time.Since(start))
+	deadline := time.Now().Add(10 * time.Second)
+	for ss[0].IsLeader() {
+		if time.Now().After(deadline) {
+			t.Fatal("still the leader 10 s after etcd went down")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "t2", Split: split("u")}); statusOf(err) != 503 {
+		t.Errorf("place after stepping down: %v, want 503", err)
+	}
+}

@@ -95,6 +95,7 @@ type result struct {
 	a   placement.Assignment
 	err error
 	idx int
+	seq uint64 // the counter-change sequence number after the placement
 }
 
 type waiter struct {
@@ -327,16 +328,17 @@ func (s *Scheduler) Place(ctx context.Context, req PlaceRequest) (Placement, err
 		s.waiters[key] = w
 	}
 	s.settleLocked(now)
+	seq := s.seq.Load()
 	s.mu.Unlock()
 	if err != nil {
 		return Placement{}, placeError(err)
 	}
 	if w != nil {
-		if a, err = s.await(ctx, key, w, s.queueLimit(task.Wait)); err != nil {
+		if a, seq, err = s.await(ctx, key, w, s.queueLimit(task.Wait)); err != nil {
 			return Placement{}, err
 		}
 	}
-	if err := s.persisted(ctx, s.seq.Load()); err != nil {
+	if err := s.persisted(ctx, seq); err != nil {
 		return Placement{}, err
 	}
 	return s.placementOf(a, view.Epoch), nil
@@ -349,13 +351,13 @@ func (s *Scheduler) queueLimit(w time.Duration) time.Duration {
 }
 
 // await waits for a queued task's assignment (see Place), at most limit.
-func (s *Scheduler) await(ctx context.Context, key taskKey, w *waiter, limit time.Duration) (placement.Assignment, error) {
+func (s *Scheduler) await(ctx context.Context, key taskKey, w *waiter, limit time.Duration) (placement.Assignment, uint64, error) {
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	var why error
 	select {
 	case r := <-w.ch:
-		return r.a, r.err
+		return r.a, r.seq, r.err
 	case <-timer.C:
 		why = fmt.Errorf("%w: no node could take the task within %v (its locality waits, then --max-queue-wait %v; every slot it may use is busy): retry later",
 			ErrNoNode, limit.Round(time.Millisecond), s.cfg.MaxQueueWait)
@@ -371,20 +373,20 @@ func (s *Scheduler) await(ctx context.Context, key taskKey, w *waiter, limit tim
 			s.settleLocked(now)
 		}
 		s.mu.Unlock()
-		return placement.Assignment{}, why
+		return placement.Assignment{}, 0, why
 	}
 	s.mu.Unlock()
 	// The assignment (or an error) was sent before we took the lock.
 	r := <-w.ch
 	if r.err != nil {
-		return r.a, r.err
+		return r.a, 0, r.err
 	}
 	if ctx.Err() != nil {
 		// Nobody will learn of the placement: release the slot (counted lost).
 		s.cancelPlaced([]placement.Assignment{r.a}, "request cancelled")
-		return placement.Assignment{}, ctx.Err()
+		return placement.Assignment{}, 0, ctx.Err()
 	}
-	return r.a, nil
+	return r.a, r.seq, nil
 }
 
 // cancelPlaced releases placements the client will never see.
@@ -483,15 +485,18 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req PlaceBatchRequest) (Plac
 		s.batches[bw] = struct{}{}
 	}
 	s.settleLocked(now)
+	seq := s.seq.Load()
 	s.mu.Unlock()
 
 	var reason string
 	if bw != nil {
-		if reason, err = s.awaitBatch(ctx, req.Job, tasks, unplaced, bw, ch, res, s.queueLimit(wait)); err != nil {
+		var last uint64
+		if reason, last, err = s.awaitBatch(ctx, req.Job, tasks, unplaced, bw, ch, res, s.queueLimit(wait)); err != nil {
 			return PlaceBatchResponse{}, err
 		}
+		seq = max(seq, last)
 	}
-	if err := s.persisted(ctx, s.seq.Load()); err != nil {
+	if err := s.persisted(ctx, seq); err != nil {
 		return PlaceBatchResponse{}, err
 	}
 	out := PlaceBatchResponse{Placements: make([]Placement, n)}
@@ -508,18 +513,20 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req PlaceBatchRequest) (Plac
 
 // awaitBatch waits for the unplaced tasks of a batch (see PlaceBatch) and
 // fills res; it returns why the tasks still unplaced (Node "") were
-// deferred.
-func (s *Scheduler) awaitBatch(ctx context.Context, job string, tasks []placement.Task, unplaced []int, bw *batchWait, ch chan result, res []placement.Assignment, limit time.Duration) (string, error) {
+// deferred, and the change sequence number to persist.
+func (s *Scheduler) awaitBatch(ctx context.Context, job string, tasks []placement.Task, unplaced []int, bw *batchWait, ch chan result, res []placement.Assignment, limit time.Duration) (string, uint64, error) {
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	remaining := len(unplaced)
 	reason := DeferredNoSlot
 	var failure error
+	var seq uint64
 	take := func(r result) {
 		remaining--
 		switch {
 		case r.err == nil:
 			res[r.idx] = r.a
+			seq = max(seq, r.seq)
 		case errors.Is(r.err, ErrNoNode): // this task is deferred, not the batch failed
 			reason = "deferred: " + r.err.Error()
 		default:
@@ -578,12 +585,12 @@ wait:
 			}
 		}
 		if errors.Is(failure, ErrNotLeader) || errors.Is(failure, ErrStopped) {
-			return "", failure // the placer is gone with them
+			return "", 0, failure // the placer is gone with them
 		}
 		s.cancelPlaced(placed, "request cancelled")
-		return "", failure
+		return "", 0, failure
 	}
-	return reason, nil
+	return reason, seq, nil
 }
 
 // Complete records a finished task: its slot is freed and its outcome
@@ -607,11 +614,12 @@ func (s *Scheduler) Complete(ctx context.Context, req CompleteRequest) (Complete
 		s.markDirtyLocked(req.Job)
 		s.settleLocked(time.Now())
 	}
+	seq := s.seq.Load()
 	s.mu.Unlock()
 	if err != nil {
 		return CompleteResponse{}, placeError(err)
 	}
-	if err := s.persisted(ctx, s.seq.Load()); err != nil {
+	if err := s.persisted(ctx, seq); err != nil {
 		return CompleteResponse{}, err
 	}
 	return CompleteResponse{Job: req.Job, Task: req.Task, Locality: loc.String()}, nil
@@ -648,8 +656,9 @@ func (s *Scheduler) CompleteBatch(ctx context.Context, req CompleteBatchRequest)
 		s.markDirtyLocked(req.Job)
 		s.settleLocked(time.Now())
 	}
+	seq := s.seq.Load()
 	s.mu.Unlock()
-	if err := s.persisted(ctx, s.seq.Load()); err != nil {
+	if err := s.persisted(ctx, seq); err != nil {
 		return CompleteBatchResponse{}, err
 	}
 	return out, nil
@@ -811,7 +820,7 @@ func (s *Scheduler) settleLocked(now time.Time) {
 			}
 			delete(s.waiters, k)
 			s.placedLocked(a)
-			w.ch <- result{a: a, idx: w.idx}
+			w.ch <- result{a: a, idx: w.idx, seq: s.seq.Load()}
 		}
 		if len(orphans) == 0 {
 			break

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,7 +31,11 @@ type Etcd struct {
 	Endpoints []string
 	// Kind is "binary <path>" or "embed".
 	Kind string
+	stop func()
 }
+
+// Stop stops the etcd now (an outage); the test's cleanup is then a no-op.
+func (e *Etcd) Stop() { e.stop() }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t testing.TB) int {
@@ -85,9 +90,15 @@ func startBinary(t testing.TB, bin string) *Etcd {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
 	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		stop()
 		logf.Close()
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil && len(b) > 0 {
@@ -95,7 +106,7 @@ func startBinary(t testing.TB, bin string) *Etcd {
 			}
 		}
 	})
-	e := &Etcd{Endpoints: []string{curl}, Kind: "binary " + bin}
+	e := &Etcd{Endpoints: []string{curl}, Kind: "binary " + bin, stop: stop}
 	waitEtcd(t, e)
 	return e
 }
@@ -123,13 +134,15 @@ func startEmbedded(t testing.TB) *Etcd {
 	if err != nil {
 		t.Fatalf("embedded etcd: %v", err)
 	}
-	t.Cleanup(e.Close)
+	var once sync.Once
+	stop := func() { once.Do(e.Close) }
+	t.Cleanup(stop)
 	select {
 	case <-e.Server.ReadyNotify():
 	case <-time.After(30 * time.Second):
 		t.Fatal("embedded etcd not ready within 30s")
 	}
-	out := &Etcd{Endpoints: []string{cu.String()}, Kind: "embed"}
+	out := &Etcd{Endpoints: []string{cu.String()}, Kind: "embed", stop: stop}
 	waitEtcd(t, out)
 	return out
 }
