@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -312,6 +311,5 @@ func ownedBytes(c *tcluster, uri string, off, end int64, id string) int64 {
 	return n
 }
 
-var _ = slices.Contains[[]string]
 
 func ringKey(uri string, b int64) string { return ring.BlockKey(uri, b) }
