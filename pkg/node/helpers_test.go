@@ -311,5 +311,4 @@ func ownedBytes(c *tcluster, uri string, off, end int64, id string) int64 {
 	return n
 }
 
-
 func ringKey(uri string, b int64) string { return ring.BlockKey(uri, b) }
