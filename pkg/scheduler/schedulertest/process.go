@@ -2,6 +2,7 @@ package schedulertest
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
@@ -59,6 +60,7 @@ func RemoveBuilds() {
 // Process is a scheduler daemon started by StartProcess.
 type Process struct {
 	ID, HTTPAddr, GRPCAddr, GossipAddr string
+	clientTLS                          *tls.Config
 
 	cmd  *exec.Cmd
 	logs *syncBuffer
@@ -73,6 +75,9 @@ type ProcessOptions struct {
 	// Args are more flags, Env more environment.
 	Args []string
 	Env  []string
+	// ClientTLS, when the flags enable TLS, is what the harness (and
+	// Client) dial the HTTP listener with.
+	ClientTLS *tls.Config
 }
 
 // StartProcess starts the scheduler binary with free loopback ports,
@@ -88,6 +93,7 @@ func StartProcess(t testing.TB, bin string, o ProcessOptions) *Process {
 		GossipAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		logs:       &syncBuffer{},
 		done:       make(chan struct{}),
+		clientTLS:  o.ClientTLS,
 	}
 	args := []string{
 		"--node-id=" + o.ID, "--http-addr=" + p.HTTPAddr, "--grpc-addr=" + p.GRPCAddr, "--gossip-addr=" + p.GossipAddr,
@@ -110,9 +116,10 @@ func StartProcess(t testing.TB, bin string, o ProcessOptions) *Process {
 			t.Logf("log of scheduler %s:\n%s", p.ID, p.Logs())
 		}
 	})
+	c := p.Client()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get("http://" + p.HTTPAddr + "/healthz")
+		resp, err := c.HTTP.Get(c.Base + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -130,8 +137,16 @@ func StartProcess(t testing.TB, bin string, o ProcessOptions) *Process {
 	}
 }
 
-// Client returns a JSON client of the process.
-func (p *Process) Client() *Client { return NewClient(p.HTTPAddr) }
+// Client returns a JSON client of the process (over TLS with
+// ProcessOptions.ClientTLS).
+func (p *Process) Client() *Client {
+	c := NewClient(p.HTTPAddr)
+	if p.clientTLS != nil {
+		c.Base = "https://" + p.HTTPAddr
+		c.HTTP.Transport.(*http.Transport).TLSClientConfig = p.clientTLS
+	}
+	return c
+}
 
 // Pid returns the process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
