@@ -17,7 +17,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	schedulertest.MemberMain() // member processes of the integration tests
+	// This test binary is also the scheduler daemon, the cache node daemon
+	// and the gossip members the tests start as processes.
+	schedulertest.RunIfDaemon(func() int { return run(os.Args[1:], os.LookupEnv, os.Stderr) })
+	nodetest.RunIfDaemon()
+	schedulertest.MemberMain()
 	code := m.Run()
 	schedulertest.RemoveBuilds()
 	nodetest.RemoveBuilds()

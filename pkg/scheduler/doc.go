@@ -30,7 +30,7 @@
 // job's "lost", listed by GET /v1/lost). How fast a crash is noticed is the
 // gossip's failure detector: membership.LANTuning declares a killed node
 // dead in about 3-7 s, LoopbackTuning (--gossip-tuning=loopback) in about
-// 1-1.5 s; the integration test measures 1.1-1.3 s from kill -9 to lost
+// 1-1.5 s; the integration test measures 1.0-1.3 s from kill -9 to lost
 // tasks and to new tasks avoiding the node.
 //
 // # Settings
@@ -166,11 +166,12 @@
 // accepts what encoding/json would decode differently (a differential
 // fuzz test checks it). Answers are encoded byte-for-byte as
 // encoding/json would. Go clients can use AppendPlaceBatchRequest,
-// DecodePlaceBatchResponse and friends (codec.go). Measured on the 2-core
-// test machine (go test -bench Throughput): about 100k placements/s
-// through POST /v1/place/batch + /v1/complete/batch with 1000-task batches
-// and this codec in the client, about 55k/s with an encoding/json client,
-// and 150k/s of server capacity (client cost excluded); see bench_test.go.
+// DecodePlaceBatchResponse and friends (codec.go). Measured on the shared
+// 2-core test machine (go test -bench Throughput, client and server in one
+// process): 70-105k placements/s through POST /v1/place/batch +
+// /v1/complete/batch with 1000-task batches and this codec in the client,
+// 52-55k/s with an encoding/json client, 150-165k/s of server capacity
+// (client cost excluded); see bench_test.go.
 //
 // # Metrics
 //

@@ -15,6 +15,31 @@ import (
 	"time"
 )
 
+// DaemonEnv names the environment variable that makes a test binary run
+// the scheduler daemon instead of its tests (see RunIfDaemon).
+const DaemonEnv = "LOCUS_SCHEDULERTEST_DAEMON"
+
+var reexec bool
+
+// RunIfDaemon lets the test binary of cmd/scheduler be the daemon for
+// StartProcess, which saves a go build (several seconds, more on a loaded
+// machine) and runs the daemon with the test's flags (-race included).
+// Call it first in TestMain with the daemon's main:
+//
+//	func TestMain(m *testing.M) {
+//		schedulertest.RunIfDaemon(func() int { return run(os.Args[1:], os.LookupEnv, os.Stderr) })
+//		...
+//	}
+//
+// Started by StartProcess, the binary runs main and exits; otherwise
+// RunIfDaemon returns and BuildScheduler hands out the test binary itself.
+func RunIfDaemon(main func() int) {
+	if os.Getenv(DaemonEnv) == "1" {
+		os.Exit(main())
+	}
+	reexec = true
+}
+
 var build struct {
 	once sync.Once
 	dir  string
@@ -23,11 +48,19 @@ var build struct {
 	out  []byte
 }
 
-// BuildScheduler builds cmd/scheduler once per test binary (go build into
-// a temporary directory; call RemoveBuilds from TestMain) and returns the
-// binary's path.
+// BuildScheduler returns the path of a scheduler daemon binary: the test
+// binary itself after RunIfDaemon, else cmd/scheduler built once per test
+// binary (go build into a temporary directory; call RemoveBuilds from
+// TestMain).
 func BuildScheduler(t testing.TB) string {
 	t.Helper()
+	if reexec {
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatalf("schedulertest: %v", err)
+		}
+		return self
+	}
 	build.once.Do(func() {
 		out, err := exec.Command("go", "env", "GOMOD").Output()
 		if err != nil {
@@ -104,7 +137,7 @@ func StartProcess(t testing.TB, bin string, o ProcessOptions) *Process {
 	}
 	args = append(args, o.Args...)
 	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), o.Env...)
+	p.cmd.Env = append(append(os.Environ(), DaemonEnv+"=1"), o.Env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("schedulertest: start %s: %v", bin, err)
