@@ -138,7 +138,7 @@
 // leader's election key still existing (fencing: a deposed leader's writes
 // fail, and it steps down). A call whose write fails gets 503. A leader
 // killed with SIGKILL is replaced when its lease expires: about the TTL
-// (5.2-5.3 s measured with the default 5 s, within DESIGN's 10 s). On
+// (5.0-5.3 s measured with the default 5 s, within the 10 s goal). On
 // SIGTERM the leader flushes, revokes its lease, and a follower takes over
 // at once.
 //
