@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/locuscache/locus/internal/flagenv"
+	"github.com/locuscache/locus/internal/units"
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/scheduler"
 )
@@ -106,13 +107,13 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.forward, "forward-to-leader", false, "on a follower, proxy mutating calls to the leader instead of answering 503 naming it")
 	fs.DurationVar(&o.localityWait, "locality-wait", scheduler.DefaultLocalityWait, "how long a task waits for a data-local slot before rack-local, and as long again before any node; 0: no wait")
 	fs.IntVar(&o.replication, "replication", scheduler.DefaultReplication, "preference list length (nodes per block that count as DATA_LOCAL); must equal the cache nodes' --replication")
-	fs.Var(sizeFlag{&o.blockSize}, "block-size", "cluster block size for placement keys; default: the cache nodes' (128MiB while none is known); when set it must match theirs")
+	fs.Var(units.Flag(&o.blockSize), "block-size", "cluster block size for placement keys; default: the cache nodes' (128MiB while none is known); when set it must match theirs")
 	fs.DurationVar(&o.maxQueueWait, "max-queue-wait", scheduler.DefaultMaxQueueWait, "how long a place call waits for a slot once queued, before 503")
 	fs.DurationVar(&o.maxWait, "max-wait", scheduler.DefaultMaxWait, "largest wait_ms a request may ask for")
 	fs.IntVar(&o.maxBatchTasks, "max-batch-tasks", scheduler.DefaultMaxBatchTasks, "most tasks in one batch call")
 	o.maxBody, o.maxBatchBody = scheduler.DefaultMaxBodyBytes, scheduler.DefaultMaxBatchBodyBytes
-	fs.Var(sizeFlag{&o.maxBody}, "max-body-bytes", "request body limit of single calls (larger: 413) (default 64KiB)")
-	fs.Var(sizeFlag{&o.maxBatchBody}, "max-batch-body-bytes", "request body limit of batch calls (larger: 413) (default 16MiB)")
+	fs.Var(units.Flag(&o.maxBody), "max-body-bytes", "request body limit of single calls (larger: 413) (default 64KiB)")
+	fs.Var(units.Flag(&o.maxBatchBody), "max-batch-body-bytes", "request body limit of batch calls (larger: 413) (default 16MiB)")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file holding a bearer token that mutating calls (POST, gRPC Place/PlaceBatch/Complete) must send; reads stay open")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate: enables TLS on the HTTP and gRPC listeners (with --tls-key)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/locuscache/locus/internal/flagenv"
+	"github.com/locuscache/locus/internal/units"
 	"github.com/locuscache/locus/pkg/gateway"
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/node"
@@ -96,10 +97,10 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.httpAddr, "http-addr", node.DefaultHTTPAddr, "HTTP listen address (/metrics, /healthz, /readyz, S3 gateway)")
 	fs.StringVar(&o.httpAdvertise, "http-advertise-addr", "", "HTTP address announced to the cluster (needed when --http-addr is 0.0.0.0)")
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "directory of the disk cache (slab files; reused on restart); empty: RAM only")
-	fs.Var(sizeFlag{&o.cacheSize}, "cache-size", "disk cache size, required with --cache-dir; the files never grow past it")
-	fs.Var(sizeFlag{&o.memorySize}, "memory-size", "RAM for page data: the whole cache without --cache-dir (default 1GiB then), a RAM tier over the disk with it (default none)")
-	fs.Var(sizeFlag{&o.blockSize}, "block-size", "cluster block size, the unit of ring ownership; must be the same on every node (default 128MiB)")
-	fs.Var(sizeFlag{&o.pageSize}, "page-size", "cache page size; must divide --block-size (default 1MiB)")
+	fs.Var(units.Flag(&o.cacheSize), "cache-size", "disk cache size, required with --cache-dir; the files never grow past it")
+	fs.Var(units.Flag(&o.memorySize), "memory-size", "RAM for page data: the whole cache without --cache-dir (default 1GiB then), a RAM tier over the disk with it (default none)")
+	fs.Var(units.Flag(&o.blockSize), "block-size", "cluster block size, the unit of ring ownership; must be the same on every node (default 128MiB)")
+	fs.Var(units.Flag(&o.pageSize), "page-size", "cache page size; must divide --block-size (default 1MiB)")
 	fs.IntVar(&o.slots, "slots", node.DefaultSlots, "executor slots announced to the scheduler")
 	fs.IntVar(&o.replication, "replication", node.DefaultReplication, "nodes per block's preference list that serve it from their own cache")
 	fs.StringVar(&o.cachePolicy, "cache-policy", "", "cache eviction policy: locus or lru (default locus)")
@@ -203,7 +204,7 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 		return fmt.Errorf("--gossip-tuning %q: want lan or loopback", o.gossipTuning)
 	}
 	if o.pageSize > 1<<30 {
-		return fmt.Errorf("--page-size %s is too large", formatSize(o.pageSize))
+		return fmt.Errorf("--page-size %s is too large", units.FormatBytes(o.pageSize))
 	}
 	buckets, err := parseBuckets(o.gatewayBuckets)
 	if err != nil {

@@ -8,31 +8,6 @@ import (
 	"github.com/locuscache/locus/internal/flagenv"
 )
 
-func TestParseSize(t *testing.T) {
-	good := map[string]int64{
-		"0": 0, "134217728": 134217728, "128MiB": 128 << 20, "10GiB": 10 << 30, "1g": 1 << 30, "1G": 1 << 30,
-		"512k": 512 << 10, "64 MiB": 64 << 20, "1.5GiB": 3 << 29, "500MB": 500_000_000, "2TiB": 2 << 40,
-		"1t": 1 << 40, "4096B": 4096, "1kb": 1000,
-	}
-	for in, want := range good {
-		got, err := parseSize(in)
-		if err != nil || got != want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "abc", "-1", "1.2.3GiB", "10XB", "MiB", "9999999999TiB", "99999999999999999999", "1e9"} {
-		if v, err := parseSize(in); err == nil {
-			t.Errorf("parseSize(%q) = %d, want an error", in, v)
-		}
-	}
-	for _, n := range []int64{1, 1023, 1 << 10, 3 << 20, 128 << 20, 5 << 30, 1 << 40} {
-		back, err := parseSize(formatSize(n))
-		if err != nil || back != n {
-			t.Errorf("formatSize(%d) = %q does not parse back (%d, %v)", n, formatSize(n), back, err)
-		}
-	}
-}
-
 // TestFlagsPerDesign: every flag DESIGN.md names exists, each with its
 // LOCUS_* variable in --help.
 func TestFlagsPerDesign(t *testing.T) {
