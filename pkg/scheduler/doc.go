@@ -77,7 +77,7 @@
 // Tasks still unplaced come back in order with "error": "deferred: ..."
 // and no node; they are cancelled keeping their first-seen time, so
 // resubmitting them continues their locality waits. The gRPC PlaceBatch
-// has no error field: a deferred task there has only its task id set.
+// answers the same way (Placement.error).
 //
 // Complete frees the slot and records the outcome. An unknown job, or a
 // task that is not running (never placed, completed already, lost), is 404
@@ -95,7 +95,7 @@
 // # Authentication
 //
 // With --auth-token-file, every mutating call (every POST, and gRPC Place,
-// PlaceBatch, Complete) must carry "Authorization: Bearer <token>"
+// PlaceBatch, Complete, CompleteBatch) must carry "Authorization: Bearer <token>"
 // (compared in constant time), else 401 / UNAUTHENTICATED. Reads (GET,
 // JobCounters, Ring, /metrics, the status page) stay open: they reveal
 // counters and addresses, not data. TLS (--tls-cert, --tls-key; --tls-ca

@@ -20,9 +20,8 @@ import (
 // grpcService is the SchedulerService: the same calls as the JSON API.
 //
 // PlaceBatch answers one Placement per task in request order; a task that
-// was deferred (see Scheduler.PlaceBatch) has only its task id set (node
-// empty): the proto has no error field, so resubmit the tasks whose node is
-// empty.
+// was deferred (see Scheduler.PlaceBatch) has only its task id and error
+// set (node empty), as in the JSON API: resubmit it later.
 type grpcService struct {
 	schedulerv1.UnimplementedSchedulerServiceServer
 	s *Scheduler
@@ -30,9 +29,10 @@ type grpcService struct {
 
 // mutatingMethods need the bearer token (Config.AuthToken).
 var mutatingMethods = map[string]string{
-	schedulerv1.SchedulerService_Place_FullMethodName:      "place",
-	schedulerv1.SchedulerService_PlaceBatch_FullMethodName: "place_batch",
-	schedulerv1.SchedulerService_Complete_FullMethodName:   "complete",
+	schedulerv1.SchedulerService_Place_FullMethodName:         "place",
+	schedulerv1.SchedulerService_PlaceBatch_FullMethodName:    "place_batch",
+	schedulerv1.SchedulerService_Complete_FullMethodName:      "complete",
+	schedulerv1.SchedulerService_CompleteBatch_FullMethodName: "complete_batch",
 }
 
 // grpcInterceptor checks the bearer token of mutating calls, times every
@@ -138,7 +138,7 @@ func localityPB(s string) schedulerv1.Locality {
 func placementPB(p *Placement) *schedulerv1.Placement {
 	return &schedulerv1.Placement{
 		Task: p.Task, Node: p.Node, Address: p.Address, HttpAddress: p.HTTPAddress, Rack: p.Rack,
-		Locality: localityPB(p.Locality), Owner: p.Owner, RingEpoch: p.RingEpoch,
+		Locality: localityPB(p.Locality), Owner: p.Owner, RingEpoch: p.RingEpoch, Error: p.Error,
 	}
 }
 
@@ -175,6 +175,25 @@ func (g *grpcService) Complete(ctx context.Context, r *schedulerv1.CompleteReque
 		return nil, err
 	}
 	return &schedulerv1.CompleteResponse{Locality: localityPB(resp.Locality)}, nil
+}
+
+func (g *grpcService) CompleteBatch(ctx context.Context, r *schedulerv1.CompleteBatchRequest) (*schedulerv1.CompleteBatchResponse, error) {
+	req := CompleteBatchRequest{Job: r.GetJob(), Tasks: make([]CompleteTask, len(r.GetTasks()))}
+	for i, t := range r.GetTasks() {
+		req.Tasks[i] = CompleteTask{
+			Task: t.GetTask(), Bytes: t.GetBytes(), LocalHitBytes: t.GetLocalHitBytes(),
+			PeerHitBytes: t.GetPeerHitBytes(), MissBytes: t.GetMissBytes(), DurationMS: t.GetDurationMs(),
+		}
+	}
+	resp, err := g.s.CompleteBatch(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out := &schedulerv1.CompleteBatchResponse{Results: make([]*schedulerv1.CompleteResult, len(resp.Results))}
+	for i, x := range resp.Results {
+		out.Results[i] = &schedulerv1.CompleteResult{Task: x.Task, Locality: localityPB(x.Locality), Error: x.Error, Status: int32(x.Status)}
+	}
+	return out, nil
 }
 
 func (g *grpcService) JobCounters(ctx context.Context, r *schedulerv1.JobCountersRequest) (*schedulerv1.JobCountersResponse, error) {
