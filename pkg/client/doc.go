@@ -67,6 +67,31 @@
 // concurrent use; a ReaderAt's ReadAt is too, while its Read and Seek
 // share one cursor.
 //
-// This file's sibling cachenode.go holds the cache-node calls; the
-// scheduler's (place, complete) will live beside them in scheduler.go.
+// # Asking the scheduler
+//
+// Scheduler is the client of the scheduler's JSON API (scheduler.go; the
+// cache-node calls are in cachenode.go). An executor's loop:
+//
+//	sc, _ := client.NewScheduler(client.SchedulerConfig{URL: "http://127.0.0.1:8080"})
+//	p, err := sc.Place(ctx, job, task, split, 500*time.Millisecond) // locality wait
+//	start := time.Now()
+//	sum, err := c.ReadSplit(ctx, p.Address, split, w)             // on the placed node
+//	_, err = sc.Complete(ctx, job, task, client.InfoFromSummary(sum, time.Since(start)))
+//
+// PlaceBatch and CompleteBatch do a stage in two calls, with the scheduler
+// package's allocation-light codec. A batch returns as soon as no node has
+// a free slot: its remaining tasks come back deferred (Placed false) to be
+// resubmitted after some of the placed ones complete.
+//
+// Every error answer is a *SchedulerError (status, the scheduler's
+// message, the leader's address on a follower) wrapping the sentinel of
+// its status: ErrBadRequest 400, ErrUnauthorized 401, ErrNotFound 404,
+// ErrConflict 409, ErrTooLarge 413, and for 503 ErrSchedulerUnavailable
+// plus ErrNoNode (no node can take the task: retry later) or ErrNotLeader
+// (an HA follower; SchedulerConfig.FollowLeader resends the call to the
+// leader it names, X-Locus-Leader, and keeps using it). A scheduler that
+// cannot be reached is ErrSchedulerUnavailable too. These sentinels are
+// package scheduler's own, so errors.Is works with either name. Nothing
+// is retried otherwise: Place is not idempotent (a retried Place whose
+// first attempt got through is a 409).
 package client
