@@ -9,7 +9,6 @@ type node struct {
 	key        uint64
 	prev, next int32 // neighbours in the node's queue; nilIdx at the ends
 	queue      uint8 // which queue holds the node (policy-specific)
-	phantom    bool  // tracked by the policy but not stored by the caller (see tinyLFU.adopt)
 }
 
 // arena is a fixed pool of nodes with a free list threaded through next.

@@ -4,40 +4,54 @@
 //
 // # The default policy ("locus")
 //
-// New returns W-TinyLFU (Einziger, Friedman and Manes, "TinyLFU: A Highly
-// Efficient Cache Admission Policy", 2017) whose window size is chosen by
-// miniature simulation:
+// New returns a policy that runs whichever of a few candidate policies has
+// been doing best on the recent accesses, chosen by miniature simulation:
 //
-//   - A new key enters the window, an LRU queue. When the window is over its
-//     target, its LRU key (the candidate) moves to the main region, a
-//     segmented LRU (probation, then protected after a hit there, 80% of
-//     main). When the cache is full the candidate must win an admission
-//     contest against main's LRU key (the victim): the key with the higher
-//     estimated recent frequency stays, the other is evicted. A one-time
-//     scan therefore passes through the window without flushing main.
-//   - Frequencies come from a count-min sketch of 4-bit counters (two 8-byte
-//     words, 32 counters, per key of capacity) that every Touch increments,
-//     hits and misses alike, and that halves all counters every 10 x capacity
-//     increments, so it tracks recent popularity.
-//   - The window size decides the character of the cache: 1% of capacity is
-//     LFU-like and scan resistant (loops, multi-pass scans), 99% is LRU
-//     (recency-heavy, phase-changing workloads). A tuner (tuner.go) replays a
-//     spatially hashed sample of the keys through six shadow W-TinyLFU caches
-//     with windows of 1, 3, 10, 30, 60 and 99% (each holding at most 2048
-//     keys; a cache that small samples every key) sharing one sketch, and
-//     every 2 x shadow-size sampled accesses moves the live cache to the
-//     shadow with clearly more recent hits. This is the miniature simulation
-//     of Waldspurger et al. (USENIX ATC 2017), as in Caffeine's MiniSim
-//     climber.
-//   - How the live cache moves: a cache of at most 2048 keys, whose shadows
-//     see every key, adopts the winning shadow's whole state (queues,
-//     sketch, window), so it continues exactly as that shadow would. Keys the
-//     shadow holds that the caller does not store become phantoms (Touch
-//     reports a miss; the following Insert keeps the key where the shadow
-//     had it), and stored keys the shadow does not hold take phantoms' places
-//     at probation's LRU end, first in line for eviction. A larger cache only
-//     takes the winner's window size; its queues follow a few entries per
-//     call.
+//   - The candidates (tuner.go) are W-TinyLFU (Einziger, Friedman and Manes,
+//     "TinyLFU: A Highly Efficient Cache Admission Policy", 2017) with a 1%
+//     window (Caffeine's default: LFU-like and scan resistant; the start),
+//     with a 100% window (exactly LRU: recency-heavy traces, reversals), with
+//     10% and 30% windows, and ARC (Megiddo and Modha, FAST 2003; arc.go),
+//     whose adaptive recency/frequency split wins on web-like traces.
+//   - W-TinyLFU: a new key enters the window, an LRU queue. When the window
+//     is over its target, its LRU key (the candidate) moves to the main
+//     region, a segmented LRU (probation, then protected after a hit there,
+//     80% of main). When the cache is full the candidate must win an
+//     admission contest against main's LRU key (the victim): the key with
+//     the higher estimated recent frequency stays. A one-time scan passes
+//     through the window without flushing main. Frequencies come from a
+//     count-min sketch of 4-bit counters (two 8-byte words per key of
+//     capacity) that every access increments and that halves all counters
+//     every 10 x capacity increments.
+//   - The tuner replays the accesses through one shadow cache per candidate
+//     (the W-TinyLFU shadows share one sketch). A cache of at most 2048 keys
+//     replays every access at full size; a larger one replays a spatially
+//     hashed sample of its keys through 2048-key shadows (SHARDS-style
+//     scaling; Waldspurger et al., USENIX ATC 2017, as in Caffeine's
+//     MiniSim). For every pair of shadows it tallies the accesses that hit
+//     one and missed the other, decayed by 1% per decision. Decisions come
+//     after size/4 sampled accesses, the interval doubling up to 2 x size.
+//     It switches to the shadow that leads the followed one most when the
+//     lead passes a paired sign test (McNemar: at least 2 standard
+//     deviations, the square root of the accesses the two disagree on) and
+//     pays for the switch: the lead's rate, projected over 30 periods but at
+//     most 4 x the accesses it was measured on, must exceed the number of
+//     keys the new shadow holds that the followed one does not (each is
+//     about one miss for the live cache, which does not store them).
+//   - Following, at most 2048 keys (mirror, default.go): the live policy is
+//     a mirror of the followed shadow. It records the keys the caller
+//     stores; a stored key the shadow evicts becomes doomed (it stays
+//     stored, and hits, until a slot is needed; doomed keys leave oldest
+//     first); a key the shadow holds and the caller does not store is a miss
+//     that Insert then admits. A switch re-marks the stored keys in one
+//     pass. So the live cache holds what the shadow holds once the shadow's
+//     keys have been requested again, and does no eviction work of its own.
+//   - Following, larger caches (sampledPolicy): the live policy is a
+//     full-size W-TinyLFU that takes the chosen candidate's window; its
+//     queues follow a few entries per call. ARC is not among the candidates
+//     there: the live W-TinyLFU cannot become ARC (converting the queues and
+//     keeping ghost lists of 2 x capacity keys would double the memory per
+//     key).
 //
 // # Why: the measurements
 //
@@ -86,25 +100,86 @@
 //     misses, worst -1.2 to -2.9, because the count-min sketch's collisions
 //     move TinyLFU's admission decisions on the small LIRS traces.
 //
-// The remaining misses are traces where ARC's structure beats every W-TinyLFU
-// window (cpp, web07, web12: short traces on which the sampled shadows have
-// few periods to decide in) or where LRU is optimal and the tuner only
-// reaches the LRU-like window after the first phase (zigzag). The acceptance
-// test in pkg/cache/sim lists them and fails if any gets worse.
+// # Second round: measurements (testdata/results.md; seeds 1 to 5)
+//
+// The first round's design (six W-TinyLFU windows of 1 to 99%, the live
+// cache adopting the winning shadow's state, decisions on decayed hit
+// counts every 2 x size sampled accesses with a 1-sigma test on the counts)
+// missed the bar at 10, 11 and 8 points for seeds 1 to 3 (against the
+// median of 5 otter runs), mean gap +0.33/+0.19/+0.25, worst
+// -1.22/-2.95/-1.77, and cost about 14 x an LRU access at 1,024 keys. What
+// was measured this round, on the same 70 points and seeds 1 to 3:
+//
+//   - Headroom: replaying fixed configurations over whole traces, the best
+//     W-TinyLFU window per point still misses web07 at 25% (-0.49 against
+//     ARC) and cpp at 10% (-0.31): ARC's structure beats every window there.
+//     So ARC became a candidate; with full sampling the live cache can
+//     follow it (the mirror), with sampling it cannot.
+//   - Mirror instead of adoption: the same hit ratios within noise, and the
+//     live cache no longer runs a W-TinyLFU of its own (cheaper per access).
+//   - Paired (McNemar) test instead of a test on hit counts: the count test
+//     could not see a steady 1-point ARC lead on cpp (the two shadows
+//     disagree on few accesses, so the lead is many sigmas of the paired
+//     test but under one sigma of the counts). Alone it switches too often
+//     (9 to 13 misses, worst -5.7: multi2 at 50% switched to LRU on a lead
+//     of 12 accesses and lost 6 points). With the switch-cost test (projected
+//     lead against keys to load): horizons of 3, 10, 30 and 100 periods gave
+//     about 21, 15, 9 and 10 misses; the payback rule "lead already earned >
+//     keys to load" 11 to 14; capping the projection at 2, 4 and 8 x the
+//     accesses measured 10, 8 and 9 misses (seed 1). Kept: 30 periods, cap 4.
+//   - Candidates, with that rule (misses for seeds 1 to 3): six (1, 10, 30%,
+//     unfiltered SLRU, LRU, ARC) 8/10/9; four (1, 10%, LRU, ARC) 8/10/9;
+//     five (1, 10, 30%, LRU, ARC) 7/9/8, mean +0.29/+0.24/+0.22 (kept); the
+//     same with 3% 7/8/8, mean +0.31/+0.20/+0.22 (one more shadow for
+//     nothing clear); the first round's six windows alone 8/10/10. The
+//     unfiltered SLRU (1% window, no admission contest) is close to ARC on
+//     web traces but adds nothing once ARC is a candidate. Ties go to the
+//     earlier candidate, LRU before ARC and the wider windows (zigzag: LRU,
+//     ARC and SLRU tie after the first reversal; only LRU keeps winning).
+//   - Deciding early on evidence (after every 32, 128 or 512 accesses the
+//     shadows disagree on) instead of on a period: 7 to 9 misses but
+//     oscillation on zigzag (-13 to -24 points). Rejected.
+//   - Knobs of W-TinyLFU itself (fixed windows of 10% and 30% on the web
+//     traces): protected share 50% or 90%, sketch period 5 or 20 x
+//     capacity, four sketch words per key, admitting on equal frequency:
+//     nothing moved more than 0.15 point. So letting the sampled tuner also
+//     switch admission settings was not pursued.
+//   - Not tried: DIP-style set dueling (the shadows already give each
+//     candidate a paired comparison, and the live cache is fully
+//     associative); ghost hits as a tuner signal (the ARC candidate carries
+//     that information).
+//
+// Result, seeds 1 to 5 against the median otter run: 7, 9, 8, 6 and 9 of
+// 70 points miss the bar; mean gap +0.29 (seed 1); worst -1.85 (cpp 25%)
+// to -2.35 (zigzag 50%, seed 2). The bar is not met everywhere; the
+// acceptance test lists each remaining point with its bound:
+//
+//   - web07 25% and 50%, web12 50% (-0.4 to -1.1): caches above 2048 keys
+//     sample, and their live W-TinyLFU cannot follow ARC, which wins there.
+//   - zigzag 25% and 50% (-0.9; at 50% -0.01 to -2.35 by seed): LRU is
+//     optimal and the first reversal is lost before any shadow can see it;
+//     how much of it the 1% window keeps depends on sketch collisions.
+//   - cpp 25% (-1.85) and multi1 25% (seed 1: -1.6): the leader changes on
+//     these short traces, and a switch on a real lead costs more than the
+//     lead then brings.
+//   - gli 50% and sprite 5% (-0.5 to -1.0): the 1%-window W-TinyLFU is a
+//     little under otter's (which moves its window a little).
+//   - Borderline, by otter's random seeding or the policy seed: scan 50%,
+//     loop 5%, cs 10 and 25%, multi2 5 and 25%.
 //
 // # Cost
 //
 // Memory (TestMemoryPerKey): about 57 bytes per resident key for a cache of
-// 2^20 keys (a 24-byte node, 16 to 32 bytes of index, 16 to 32 of sketch),
-// plus the tuner's fixed ~0.8 MiB (six shadows of at most 2048 keys): 65
-// bytes per key at 2^16 keys, about 330 at 1024 keys, where the shadows are
-// as large as the cache. LRU costs 40 bytes per key. Time: O(1) per call,
-// amortised (an adoption copies O(capacity) once per decision period of
-// 2 x capacity accesses), and no allocation after New. A cache of at most
-// 2048 keys replays every access through its six shadows (about 10 x an
-// LRU access in BenchmarkAccess); a larger one only a sample (2048/capacity
-// of the accesses), and costs about 1 to 2 x an LRU access. Queue moves
-// after a window change are spread over calls, a few per call.
+// 2^20 keys (a 24-byte node, 16 to 32 bytes of index, 16 to 32 of sketch)
+// plus the tuner's fixed cost: four 2048-key W-TinyLFU shadows and their
+// sketch, about 0.55 MiB. A cache of at most 2048 keys has five full-size
+// shadows (ARC's with 2 x capacity nodes for its ghosts) and the mirror:
+// about 390 bytes per key at 1024 keys. LRU costs 40 bytes per key. Time:
+// O(1) per call, amortised (a switch re-marks the mirror's keys and counts
+// the keys to load, O(capacity), at most once per decision), and no
+// allocation after New. A cache of at most 2048 keys replays every access
+// through its five shadows (about 8 x an LRU access in BenchmarkAccess); a
+// larger one only a sample, about 1.5 to 2.5 x an LRU access.
 //
 // # Determinism and threading
 //

@@ -90,3 +90,6 @@ func (t *table) del(key uint64, i int32) {
 		}
 	}
 }
+
+// contains reports whether key is present.
+func (t *table) contains(nodes []node, key uint64) bool { return t.get(nodes, key) != nilIdx }

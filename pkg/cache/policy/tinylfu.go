@@ -30,14 +30,12 @@ type tinyLFU struct {
 	prot   list
 	limit  int
 
-	windowMax int // target size of the window; main gets limit-windowMax
-	protMax   int // target size of the protected segment
+	filter    bool // admission contests use the sketch (false: the candidate always wins, SLRU)
+	windowMax int  // target size of the window; main gets limit-windowMax
+	protMax   int  // target size of the protected segment
 
 	rng uint64 // SplitMix64 state for the 1-in-128 admission of popular candidates
 
-	tuner *tuner // nil for a fixed window (the tuner's shadows)
-
-	phantoms int // nodes with phantom set: tracked, not stored (after adopt)
 }
 
 func newTinyLFU(capacity int, seed uint64, windowFrac float64) *tinyLFU {
@@ -51,6 +49,7 @@ func newTinyLFU(capacity int, seed uint64, windowFrac float64) *tinyLFU {
 		prot:   newList(),
 		limit:  capacity,
 		rng:    seed,
+		filter: true,
 	}
 	p.setWindow(windowFrac)
 	return p
@@ -64,24 +63,21 @@ func (p *tinyLFU) setWindow(frac float64) {
 	p.protMax = int(percentProtected * float64(p.limit-p.windowMax))
 }
 
-func (p *tinyLFU) Name() string { return "locus" }
-func (p *tinyLFU) Len() int     { return p.size() - p.phantoms }
+func (p *tinyLFU) Name() string { return "wtinylfu" }
+func (p *tinyLFU) Len() int     { return p.size() }
+func (p *tinyLFU) size() int    { return p.window.len + p.prob.len + p.prot.len }
+func (p *tinyLFU) Cap() int     { return p.limit }
 
-// size is the number of nodes in the queues, stored or phantom: what the
-// eviction logic holds to the capacity.
-func (p *tinyLFU) size() int { return p.window.len + p.prob.len + p.prot.len }
-func (p *tinyLFU) Cap() int  { return p.limit }
+// contains reports whether key is resident.
+func (p *tinyLFU) contains(key uint64) bool { return p.idx.get(p.nodes, key) != nilIdx }
 
 func (p *tinyLFU) Touch(key uint64) bool {
-	if p.tuner != nil {
-		p.tuner.access(p, key)
-	}
 	if p.counts {
 		p.freq.increment(key)
 	}
 	i := p.idx.get(p.nodes, key)
-	if i == nilIdx || p.nodes[i].phantom {
-		return false // a phantom is reordered when the caller inserts it
+	if i == nilIdx {
+		return false
 	}
 	p.reorder(i)
 	return true
@@ -103,14 +99,7 @@ func (p *tinyLFU) reorder(i int32) {
 }
 
 func (p *tinyLFU) Insert(key uint64, victims []uint64) ([]uint64, bool) {
-	if i := p.idx.get(p.nodes, key); i != nilIdx {
-		if n := &p.nodes[i]; n.phantom {
-			// The policy kept a place for key: it is stored now, and the
-			// access counts as the hit it was for the adopted shadow.
-			n.phantom = false
-			p.phantoms--
-			p.reorder(i)
-		}
+	if p.idx.get(p.nodes, key) != nilIdx {
 		return victims, true
 	}
 	i := p.alloc(key, qWindow)
@@ -139,20 +128,14 @@ func (p *tinyLFU) queueOf(i int32) *list {
 
 // drop unlinks node i, forgets its key and frees it.
 func (p *tinyLFU) drop(i int32) {
-	if p.nodes[i].phantom {
-		p.phantoms--
-	}
 	p.queueOf(i).unlink(p.nodes, i)
 	p.idx.del(p.nodes[i].key, i)
 	p.release(i)
 }
 
-// evictNode drops node i and reports its key as a victim unless it was a
-// phantom (never stored).
+// evictNode drops node i and reports its key as a victim.
 func (p *tinyLFU) evictNode(i int32, victims []uint64) []uint64 {
-	if !p.nodes[i].phantom {
-		victims = append(victims, p.nodes[i].key)
-	}
+	victims = append(victims, p.nodes[i].key)
 	p.drop(i)
 	return victims
 }
@@ -212,6 +195,9 @@ func (p *tinyLFU) toProbation(i int32) {
 // wins 1 time in 128 so that an attacker cannot pin a victim by inflating its
 // count (Caffeine's hash-flooding defence).
 func (p *tinyLFU) admit(cand, victim uint64) bool {
+	if !p.filter {
+		return true
+	}
 	cf, vf := p.freq.frequency(cand), p.freq.frequency(victim)
 	if cf > vf {
 		return true
@@ -234,78 +220,14 @@ func (p *tinyLFU) demote() {
 	}
 }
 
-// adopt makes p a copy of the shadow b (same capacity, no phantoms) while
-// keeping p's contract with the caller, who stores p's keys: b's keys that
-// the caller does not store become phantoms (tracked, reported as misses,
-// kept in place when inserted), and the caller's keys that b does not hold
-// take the places of phantoms at probation's LRU end, first in line for
-// eviction. keys is scratch space for Len() keys. It reports whether it
-// adopted (the capacities must match). O(capacity).
-func (p *tinyLFU) adopt(b *tinyLFU, keys []uint64) bool {
-	if len(p.nodes) != len(b.nodes) || len(p.idx.slots) != len(b.idx.slots) || len(p.freq.table) != len(b.freq.table) {
-		return false
-	}
-	keys = keys[:0]
-	for _, l := range []*list{&p.window, &p.prob, &p.prot} {
+func (p *tinyLFU) missing(other shadow) int {
+	n := 0
+	for _, l := range [...]*list{&p.window, &p.prob, &p.prot} {
 		for i := l.head; i != nilIdx; i = p.nodes[i].next {
-			if !p.nodes[i].phantom {
-				keys = append(keys, p.nodes[i].key)
+			if !other.contains(p.nodes[i].key) {
+				n++
 			}
 		}
 	}
-	copy(p.nodes, b.nodes)
-	p.free = b.free
-	copy(p.idx.slots, b.idx.slots)
-	p.idx.seed = b.idx.seed
-	if p.freq != b.freq {
-		copy(p.freq.table, b.freq.table)
-		p.freq.seed, p.freq.size = b.freq.seed, b.freq.size
-	}
-	p.window, p.prob, p.prot = b.window, b.prob, b.prot
-	p.windowMax, p.protMax, p.rng = b.windowMax, b.protMax, b.rng
-	p.phantoms = p.size()
-	for _, l := range []*list{&p.window, &p.prob, &p.prot} {
-		for i := l.head; i != nilIdx; i = p.nodes[i].next {
-			p.nodes[i].phantom = true
-		}
-	}
-	// Keep the caller's keys b holds; collect the others at the front.
-	doomed := 0
-	for _, k := range keys {
-		if i := p.idx.get(p.nodes, k); i != nilIdx {
-			p.nodes[i].phantom = false
-			p.phantoms--
-		} else {
-			keys[doomed] = k
-			doomed++
-		}
-	}
-	// Give each doomed key a phantom's place, or a free node, at the LRU end
-	// of probation. Phantoms are taken from the LRU ends first.
-	lists := []*list{&p.prob, &p.window, &p.prot}
-	li, cur := 0, p.prob.head
-	for _, k := range keys[:doomed] {
-		for li < len(lists) && (cur == nilIdx || !p.nodes[cur].phantom) {
-			if cur == nilIdx {
-				if li++; li < len(lists) {
-					cur = lists[li].head
-				}
-				continue
-			}
-			cur = p.nodes[cur].next
-		}
-		var i int32
-		if li < len(lists) {
-			i, cur = cur, p.nodes[cur].next
-			p.idx.del(p.nodes[i].key, i)
-			p.queueOf(i).unlink(p.nodes, i)
-			p.nodes[i].key, p.nodes[i].phantom, p.nodes[i].queue = k, false, qProbation
-			p.phantoms--
-		} else {
-			i = p.alloc(k, qProbation)
-		}
-		p.idx.put(k, i)
-		p.prob.pushFront(p.nodes, i)
-	}
-	return true
+	return n
 }

@@ -2,54 +2,116 @@ package policy
 
 import "math"
 
-// The tuner's settings. The measurements behind them are in doc.go and
-// pkg/cache/sim/testdata/README.md.
-var tunerWindows = [...]float64{0.01, 0.03, 0.10, 0.30, 0.60, 0.99}
-
+// Kinds of candidate policy the tuner simulates.
 const (
-	initialWindow = 0    // index into tunerWindows: start as Caffeine does, with a 1% window
-	maxShadow     = 2048 // keys per shadow; a larger cache samples its keys
-	periodPerKey  = 2    // decide every periodPerKey x shadow-capacity sampled accesses
-	scoreDecay    = 0.99 // per decision: the scores remember about 100 periods
-	minGain       = 0.001
-	minSigmas     = 1.0
+	kindTinyLFU uint8 = iota // W-TinyLFU with a fixed window (window 100%: exactly LRU)
+	kindARC                  // ARC
 )
 
-// tuner sets the window of the default policy by miniature simulation
+// candidate is one configuration the tuner simulates in a shadow cache.
+type candidate struct {
+	kind   uint8
+	window float64 // W-TinyLFU: the window's share of the capacity
+	filter bool    // W-TinyLFU: admission contests use the sketch
+}
+
+// candidates are the configurations the tuner chooses from, in order of
+// preference when two lead by the same margin: Caffeine's 1% window (the
+// start: LFU-like, scan resistant), LRU, ARC (full sampling only: the
+// sampled live cache is a W-TinyLFU), then 10% and 30% windows. The
+// measurements behind the set are in doc.go.
+var candidates = []candidate{
+	{kind: kindTinyLFU, window: 0.01, filter: true},
+	{kind: kindTinyLFU, window: 1.00, filter: true},
+	{kind: kindARC},
+	{kind: kindTinyLFU, window: 0.10, filter: true},
+	{kind: kindTinyLFU, window: 0.30, filter: true},
+}
+
+// The tuner's settings. The measurements behind them are in doc.go.
+var (
+	maxShadow      = 2048 // keys per shadow; a larger cache samples its keys
+	periodPerKey   = 2.0  // decide every periodPerKey x shadow-capacity sampled accesses
+	firstPeriodDiv = 4    // the first decision after size/firstPeriodDiv accesses, doubling up to the period
+	scoreDecay     = 0.99 // per decision: the tallies remember about 100 periods
+	minGain        = 0.001
+	minSigmas      = 2.0
+	horizon        = 30.0 // periods a lead is expected to last, weighed against the cost of a switch
+	maxProjection  = 4.0  // ... but at most this many times as long as it was measured
+)
+
+// decisionHook, if set (by tests and experiments), sees every decision
+// before it is taken. Never set in production.
+var decisionHook func(t *tuner, best int)
+
+// shadow is a policy the tuner can simulate and the live cache can follow.
+type shadow interface {
+	Policy
+	contains(key uint64) bool
+	// missing counts the keys s holds that other does not.
+	missing(other shadow) int
+}
+
+func newShadow(c candidate, capacity int, seed uint64, freq *sketch) shadow {
+	if c.kind == kindARC {
+		return newARC(capacity, seed)
+	}
+	s := newTinyLFU(capacity, seed, c.window)
+	s.filter = c.filter
+	s.freq, s.counts = freq, false
+	return s
+}
+
+// tuner chooses the live cache's configuration by miniature simulation
 // (Waldspurger et al., "Cache Modeling and Optimization using Miniature
 // Simulations", USENIX ATC 2017; Caffeine's MiniSim climber). It replays a
 // spatially hashed sample of the keys (all keys when the cache holds at most
-// maxShadow) through one shadow W-TinyLFU per candidate window size, each
-// with capacity scaled to the sample, and every period moves the live cache
-// to the shadow with the most recent hits (adopting its state when every key
-// is sampled, else taking its window size), when that shadow leads the current
-// one clearly: by at least minGain of the (decayed) sampled accesses and by
-// minSigmas standard deviations (the square root of the smaller of the two
-// shadows' summed hits and summed misses). The hysteresis matters: every
-// switch costs the live cache hits while its queues move.
+// maxShadow) through one shadow cache per candidate, each with capacity
+// scaled to the sample, and tallies, for every pair of shadows, the
+// accesses that hit one and missed the other (decayed by scoreDecay per
+// decision). At each decision (after size/firstPeriodDiv sampled accesses,
+// the interval doubling up to periodPerKey x size) it moves the live cache
+// to the shadow that leads the current one most, if the lead is
+//
+//   - real: at least minSigmas standard deviations of a paired sign test
+//     (McNemar: the lead over the square root of the accesses the two
+//     disagree on), and at least minGain of the sampled accesses;
+//   - worth its cost: a switch costs about one miss per key the new shadow
+//     holds and the current one does not (the live cache does not store
+//     them), so the lead's rate projected over horizon decision periods
+//     (but over at most maxProjection times the accesses it was measured
+//     on) must exceed that count.
+//
+// Both tests matter: without the cost test the tuner chases short phases
+// and every switch costs hits; without the significance test it switches
+// on noise.
 type tuner struct {
 	full      bool   // every key is sampled
 	threshold uint64 // otherwise, a key is sampled iff hash(key ^ seed) < threshold
 	seed      uint64
 
-	shadows []*tinyLFU
-	scores  []float64 // decayed hits per shadow
-	acc     float64   // decayed sampled accesses
-	victims []uint64  // scratch for the shadows' Insert
-	keys    []uint64  // scratch for adopt (full sampling only)
-	freq    *sketch   // the shadows' shared frequency sketch
+	cands   []candidate // the candidates simulated
+	shadows []shadow    // one per candidate
+	wins    []float64   // wins[i*k+j]: decayed accesses that hit shadow i and missed shadow j
+	acc     float64     // decayed sampled accesses
+	victims []uint64    // scratch for the shadows' Insert
+	freq    *sketch     // the W-TinyLFU shadows' shared frequency sketch
+
+	// What the current shadow did with the last access (full sampling).
+	curVictims []uint64 // the keys it evicted
+	curHolds   bool     // it holds the key afterwards
 
 	n      int // sampled accesses since the last decision
+	next   int // sampled accesses until the next decision (grows to period)
 	period int // sampled accesses between decisions
-	cur    int // index of the window the live cache uses
+	cur    int // index of the candidate the live cache follows
 }
 
 func newTuner(capacity int, seed uint64) *tuner {
-	t := &tuner{seed: mix64(seed ^ 0x74756e6572), victims: make([]uint64, 0, 4), cur: initialWindow}
+	t := &tuner{seed: mix64(seed ^ 0x74756e6572), victims: make([]uint64, 0, 8), curVictims: make([]uint64, 0, 8)}
 	size := capacity
 	if capacity <= maxShadow {
 		t.full = true
-		t.keys = make([]uint64, 0, capacity+1)
 	} else {
 		size = maxShadow
 		t.threshold = uint64(float64(size) / float64(capacity) * (1 << 63) * 2)
@@ -57,50 +119,97 @@ func newTuner(capacity int, seed uint64) *tuner {
 	// The sketch counts every sampled access whatever the window, so the
 	// shadows share one, counted here once per access.
 	t.freq = newSketch(size, mix64(seed^0x736b65746368))
-	for i, f := range tunerWindows {
-		s := newTinyLFU(size, mix64(seed+uint64(i)+1), f)
-		s.freq, s.counts = t.freq, false
-		t.shadows = append(t.shadows, s)
+	for i, c := range candidates {
+		if c.kind == kindARC && !t.full {
+			continue // the sampled live cache is a W-TinyLFU: it cannot follow ARC
+		}
+		t.cands = append(t.cands, c)
+		t.shadows = append(t.shadows, newShadow(c, size, mix64(seed+uint64(i)+1), t.freq))
 	}
-	t.scores = make([]float64, len(t.shadows))
-	t.period = max(16, periodPerKey*size)
+	t.wins = make([]float64, len(t.shadows)*len(t.shadows))
+	t.period = max(16, int(periodPerKey*float64(size)))
+	t.next = max(16, min(t.period, size/firstPeriodDiv))
 	return t
 }
 
-// access replays key through the shadows if it is sampled and, at the end of
-// a period, retunes live.
-func (t *tuner) access(live *tinyLFU, key uint64) {
-	if !t.full && mix64(key^t.seed) >= t.threshold {
-		return
-	}
+// sampled reports whether the tuner replays key.
+func (t *tuner) sampled(key uint64) bool {
+	return t.full || mix64(key^t.seed) < t.threshold
+}
+
+// access replays a sampled key through the shadows and, at the end of a
+// period, decides. It reports whether the live cache must follow another
+// candidate (t.cur changed).
+func (t *tuner) access(key uint64) bool {
 	t.freq.increment(key)
+	t.curVictims = t.curVictims[:0]
+	var hits uint64
 	for i, s := range t.shadows {
 		if s.Touch(key) {
-			t.scores[i]++
-		} else {
-			t.victims, _ = s.Insert(key, t.victims[:0])
+			hits |= 1 << i
+			if i == t.cur {
+				t.curHolds = true
+			}
+			continue
+		}
+		var ok bool
+		t.victims, ok = s.Insert(key, t.victims[:0])
+		if i == t.cur {
+			t.curHolds = ok
+			for _, v := range t.victims {
+				if v == key {
+					t.curHolds = false
+				}
+			}
+			t.curVictims = append(t.curVictims, t.victims...)
+		}
+	}
+	k := len(t.shadows)
+	if all := uint64(1)<<k - 1; hits != 0 && hits != all {
+		for i := 0; i < k; i++ {
+			if hits&(1<<i) == 0 {
+				continue
+			}
+			for j := 0; j < k; j++ {
+				if hits&(1<<j) == 0 {
+					t.wins[i*k+j]++
+				}
+			}
 		}
 	}
 	t.acc++
-	if t.n++; t.n < t.period {
-		return
+	if t.n++; t.n < t.next {
+		return false
 	}
 	t.n = 0
-	best := t.cur
-	for i, sc := range t.scores {
-		if sc > t.scores[best] {
-			best = i
+	span := float64(t.next)
+	t.next = min(t.period, 2*t.next)
+	best, gain := t.cur, 0.0
+	for i := 0; i < k; i++ {
+		if g := t.wins[i*k+t.cur] - t.wins[t.cur*k+i]; g > gain {
+			best, gain = i, g
 		}
 	}
-	gain := t.scores[best] - t.scores[t.cur]
-	if best != t.cur && gain > minGain*t.acc && gain > minSigmas*math.Sqrt(min(t.scores[best]+t.scores[t.cur], 2*t.acc-t.scores[best]-t.scores[t.cur])) {
+	if decisionHook != nil {
+		decisionHook(t, best)
+	}
+	switched := false
+	if best != t.cur && gain > minGain*t.acc && gain > minSigmas*math.Sqrt(t.wins[best*k+t.cur]+t.wins[t.cur*k+best]) &&
+		gain*min(horizon*span/t.acc, maxProjection) > float64(t.shadows[best].missing(t.shadows[t.cur])) {
 		t.cur = best
-		if !t.full || !live.adopt(t.shadows[best], t.keys) {
-			live.setWindow(tunerWindows[best])
-		}
+		t.curHolds = t.shadows[best].contains(key)
+		switched = true
 	}
-	for i := range t.scores {
-		t.scores[i] *= scoreDecay
+	for i := range t.wins {
+		t.wins[i] *= scoreDecay
 	}
 	t.acc *= scoreDecay
+	return switched
+}
+
+// remove drops key from every shadow (an invalidation).
+func (t *tuner) remove(key uint64) {
+	for _, s := range t.shadows {
+		s.Remove(key)
+	}
 }

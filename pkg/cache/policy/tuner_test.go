@@ -35,20 +35,32 @@ func phasedKeys(capacity int, seed uint64) []uint64 {
 	return keys
 }
 
+// tunerOf returns the default policy's tuner.
+func tunerOf(p Policy) *tuner {
+	switch q := p.(type) {
+	case *mirror:
+		return q.tuner
+	case *sampledPolicy:
+		return q.tuner
+	}
+	return nil
+}
+
 // TestTunerSwitchesAndKeepsContract drives the default policy through phase
-// changes that make the tuner switch windows (adopting a shadow's state when
-// it samples every key, setting the window otherwise) and checks the Policy
-// contract against a model of the stored keys at every step.
+// changes that make the tuner switch candidates (the mirror following
+// another shadow when it samples every key, the live W-TinyLFU taking
+// another window otherwise) and checks the Policy contract against a model
+// of the stored keys at every step.
 func TestTunerSwitchesAndKeepsContract(t *testing.T) {
 	for _, capacity := range []int{3, 40, 300, 3000} {
-		pol, err := New(capacity, 7)
+		p, err := New(capacity, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := pol.(*tinyLFU)
+		tu := tunerOf(p)
 		model := map[uint64]bool{}
 		var victims []uint64
-		switches, last := 0, p.tuner.cur
+		switches, last := 0, tu.cur
 		hits := 0
 		keys := phasedKeys(capacity, uint64(capacity))
 		for op, k := range keys {
@@ -75,94 +87,82 @@ func TestTunerSwitchesAndKeepsContract(t *testing.T) {
 					model[k] = true
 				}
 			}
-			if p.Len() != len(model) || p.Len() > p.Cap() || p.size() > p.Cap() {
-				t.Fatalf("cap %d op %d: Len %d, model %d, nodes %d, Cap %d", capacity, op, p.Len(), len(model), p.size(), p.Cap())
+			if p.Len() != len(model) || p.Len() > p.Cap() {
+				t.Fatalf("cap %d op %d: Len %d, model %d, Cap %d", capacity, op, p.Len(), len(model), p.Cap())
 			}
-			if p.tuner.cur != last {
+			if tu.cur != last {
 				switches++
-				last = p.tuner.cur
+				last = tu.cur
 			}
 		}
-		t.Logf("cap %d: %d accesses, hit ratio %.3f, %d window switches, full sample %v", capacity, len(keys), float64(hits)/float64(len(keys)), switches, p.tuner.full)
+		t.Logf("cap %d: %d accesses, hit ratio %.3f, %d switches, full sample %v", capacity, len(keys), float64(hits)/float64(len(keys)), switches, tu.full)
 		if capacity >= 40 && switches == 0 {
-			t.Errorf("cap %d: the tuner never switched windows on a phased workload", capacity)
+			t.Errorf("cap %d: the tuner never switched candidates on a phased workload", capacity)
 		}
 	}
 }
 
-// TestAdoptMakesACopy: right after adopting a shadow, the live policy holds
-// the shadow's keys (as stored keys or phantoms) and still reports exactly
-// the keys the caller stores.
-func TestAdoptMakesACopy(t *testing.T) {
-	const capacity = 50
-	live := newTinyLFU(capacity, 1, 0.01)
-	shadow := newTinyLFU(capacity, 2, 0.99)
-	var v []uint64
-	stored := map[uint64]bool{}
-	for k := uint64(0); k < 200; k++ {
-		if !live.Touch(k % 70) {
-			v, _ = live.Insert(k%70, v[:0])
-			for _, x := range v {
-				delete(stored, x)
+// TestMirrorFollowsShadow: with every key sampled, the keys the mirror
+// stores that its followed shadow does not hold are exactly the doomed
+// ones, and after each access the mirror stores every key the shadow holds
+// that the caller inserted since the last switch.
+func TestMirrorFollowsShadow(t *testing.T) {
+	const capacity = 200
+	p, _ := New(capacity, 3)
+	m := p.(*mirror)
+	keys := phasedKeys(capacity, 9)
+	var victims []uint64
+	for op, k := range keys {
+		if !m.Touch(k) {
+			victims, _ = m.Insert(k, victims[:0])
+		}
+		if op%251 != 0 {
+			continue
+		}
+		s := m.tuner.shadows[m.tuner.cur]
+		doomed := 0
+		for i := range m.nodes {
+			n := m.nodes[i]
+			if n.queue == 0 {
+				continue
 			}
-			stored[k%70] = true
-		}
-		if !shadow.Touch(k % 90) {
-			shadow.Insert(k%90, nil)
-		}
-	}
-	// Invalidate some stored keys, so the shadow holds more keys than the
-	// caller stores and phantoms remain after the doomed keys took places.
-	removed := 0
-	for k := range stored {
-		if removed == 10 {
-			break
-		}
-		live.Remove(k)
-		delete(stored, k)
-		removed++
-	}
-	if !live.adopt(shadow, make([]uint64, 0, capacity+1)) {
-		t.Fatal("adopt refused equal capacities")
-	}
-	if live.Len() != len(stored) || live.size() > capacity {
-		t.Fatalf("after adopt: Len %d, stored %d, nodes %d", live.Len(), len(stored), live.size())
-	}
-	for k := range stored {
-		if !live.Touch(k) {
-			t.Fatalf("stored key %d lost by adopt", k)
-		}
-	}
-	// Every node is a stored key or a phantom of a key the caller does not
-	// store; phantoms hold the shadow's keys.
-	shadowKeys := map[uint64]bool{}
-	for _, l := range []*list{&shadow.window, &shadow.prob, &shadow.prot} {
-		for i := l.head; i != nilIdx; i = shadow.nodes[i].next {
-			shadowKeys[shadow.nodes[i].key] = true
-		}
-	}
-	phantoms := 0
-	for _, l := range []*list{&live.window, &live.prob, &live.prot} {
-		for i := l.head; i != nilIdx; i = live.nodes[i].next {
-			n := live.nodes[i]
-			if n.phantom {
-				phantoms++
-				if stored[n.key] || !shadowKeys[n.key] {
-					t.Fatalf("phantom %d: stored %v, in shadow %v", n.key, stored[n.key], shadowKeys[n.key])
-				}
-			} else if !stored[n.key] {
-				t.Fatalf("node %d is neither stored nor a phantom", n.key)
+			if holds := s.contains(n.key); holds != (n.queue == qHeld) {
+				t.Fatalf("op %d: key %d held by the shadow %v, node state %d", op, n.key, holds, n.queue)
+			}
+			if n.queue == qDoomed {
+				doomed++
 			}
 		}
+		if doomed != m.doomed.len {
+			t.Fatalf("op %d: %d doomed nodes, list has %d", op, doomed, m.doomed.len)
+		}
+		// The key just accessed is stored: the shadows admit every missed key.
+		if !m.idx.contains(m.nodes, k) {
+			t.Fatalf("op %d: key %d just inserted is not stored", op, k)
+		}
 	}
-	if phantoms != live.phantoms || phantoms == 0 {
-		t.Fatalf("%d phantoms counted, policy says %d (want > 0 for this setup)", phantoms, live.phantoms)
-	}
-	if live.windowMax != shadow.windowMax {
-		t.Errorf("window %d, want the shadow's %d", live.windowMax, shadow.windowMax)
-	}
-	other := newTinyLFU(capacity+1, 2, 0.5)
-	if live.adopt(other, nil) {
-		t.Error("adopt accepted a shadow of another capacity")
+}
+
+// TestTunerStaysOnSteadyWorkload: on a stationary Zipf stream the
+// candidates' differences are small and steady, and the cost test keeps the
+// tuner from switching back and forth.
+func TestTunerStaysOnSteadyWorkload(t *testing.T) {
+	for _, capacity := range []int{500, 5000} {
+		p, _ := New(capacity, 1)
+		tu := tunerOf(p)
+		switches, last := 0, tu.cur
+		var victims []uint64
+		for _, k := range zipfKeys(100*capacity, capacity) {
+			if !p.Touch(k) {
+				victims, _ = p.Insert(k, victims[:0])
+			}
+			if tu.cur != last {
+				switches++
+				last = tu.cur
+			}
+		}
+		if switches > 3 {
+			t.Errorf("cap %d: %d switches on a stationary stream, want at most 3", capacity, switches)
+		}
 	}
 }
