@@ -1,0 +1,202 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+)
+
+// Synthetic traces: generators with fixed seeds for workloads the default
+// policy was not tuned on (the shared traces were). Each returns the same
+// trace every time; keys are hashed with HashKey like a trace file's.
+
+// zipfSampler draws ranks 0..n-1 with P(rank r) proportional to
+// 1/(r+1)^s, for any s >= 0 (math/rand's Zipf needs s > 1), by inverting
+// the cumulative distribution.
+type zipfSampler struct {
+	cdf []float64
+	rng *rand.Rand
+}
+
+func newZipfSampler(n int, s float64, rng *rand.Rand) *zipfSampler {
+	cdf := make([]float64, n)
+	sum := 0.0
+	for r := range cdf {
+		sum += 1 / math.Pow(float64(r+1), s)
+		cdf[r] = sum
+	}
+	for r := range cdf {
+		cdf[r] /= sum
+	}
+	return &zipfSampler{cdf: cdf, rng: rng}
+}
+
+func (z *zipfSampler) next() int {
+	return min(sort.SearchFloat64s(z.cdf, z.rng.Float64()), len(z.cdf)-1)
+}
+
+// synthBuilder accumulates accesses to integer keys (hashed at the end).
+type synthBuilder struct {
+	keys []uint64
+	seen map[uint64]struct{}
+}
+
+func (b *synthBuilder) add(k uint64) {
+	h := HashKey(k)
+	b.keys = append(b.keys, h)
+	b.seen[h] = struct{}{}
+}
+
+func (b *synthBuilder) trace(name string) *Trace {
+	return &Trace{Name: name, Keys: b.keys, Distinct: len(b.seen)}
+}
+
+func newSynthBuilder(n int) *synthBuilder {
+	return &synthBuilder{keys: make([]uint64, 0, n), seen: make(map[uint64]struct{})}
+}
+
+// Key spaces: each generator part draws from its own range so parts never
+// share keys by accident.
+const (
+	spaceHot  = 0
+	spaceScan = 1 << 40
+	spaceOnce = 2 << 40
+)
+
+// SynthZipf is a stationary Zipf(s) stream over n keys: the frequency
+// workload where LFU-like admission wins.
+func SynthZipf(s float64, n, accesses int, seed uint64) *Trace {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	z := newZipfSampler(n, s, rng)
+	b := newSynthBuilder(accesses)
+	for range accesses {
+		b.add(spaceHot + uint64(z.next()))
+	}
+	return b.trace(fmt.Sprintf("synth-zipf-%.1f", s))
+}
+
+// SynthZipfScans is a query-engine-like stream: Zipf(0.9) point reads over
+// hot keys, and every period accesses a sequential scan of scanLen keys
+// never read before (a large columnar file read once) that must not flush
+// the hot set.
+func SynthZipfScans(hot, period, scanLen, accesses int, seed uint64) *Trace {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	z := newZipfSampler(hot, 0.9, rng)
+	b := newSynthBuilder(accesses)
+	scanKey := uint64(spaceScan)
+	for i := 0; len(b.keys) < accesses; i++ {
+		if i > 0 && i%period == 0 {
+			for range scanLen {
+				b.add(scanKey)
+				scanKey++
+			}
+		}
+		b.add(spaceHot + uint64(z.next()))
+	}
+	b.keys = b.keys[:accesses]
+	return b.trace("synth-zipf-scans")
+}
+
+// SynthLoop repeats a loop over loopLen keys, with one access in
+// 1/oneHitShare to a key never seen again mixed in: the distinct keys grow
+// so that the cache sizes of the acceptance grid (1 to 50% of the distinct
+// keys) include caches a little smaller than the loop, where LRU hits
+// nothing and a frequency filter keeps part of the loop.
+func SynthLoop(loopLen, passes, oneHitEvery int, seed uint64) *Trace {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	b := newSynthBuilder(loopLen * passes * (oneHitEvery + 1) / oneHitEvery)
+	once := uint64(spaceOnce)
+	for range passes {
+		for k := range loopLen {
+			b.add(spaceHot + uint64(k))
+			if rng.IntN(oneHitEvery) == 0 {
+				b.add(once)
+				once++
+			}
+		}
+	}
+	return b.trace("synth-loop")
+}
+
+// SynthPhases changes its working set every phaseLen accesses: each phase
+// is Zipf(0.9) over its own set of setSize keys, half of them shared with
+// the previous phase. Recency and fast adaptation win.
+func SynthPhases(setSize, phaseLen, phases int, seed uint64) *Trace {
+	rng := rand.New(rand.NewPCG(seed, 4))
+	z := newZipfSampler(setSize, 0.9, rng)
+	b := newSynthBuilder(phaseLen * phases)
+	for p := range phases {
+		base := uint64(p * setSize / 2)
+		perm := rng.Perm(setSize) // the popularity order changes too
+		for range phaseLen {
+			b.add(spaceHot + base + uint64(perm[z.next()]))
+		}
+	}
+	return b.trace("synth-phases")
+}
+
+// SynthMixed alternates a recency phase (a sliding window: the next access
+// is to a recent key, at a geometric distance from the head, which advances
+// steadily) and a frequency phase (Zipf(1.0) over a fixed hot set), each
+// phaseLen accesses: the tuner must move between LRU-like and LFU-like
+// settings.
+func SynthMixed(hot, phaseLen, phases int, seed uint64) *Trace {
+	rng := rand.New(rand.NewPCG(seed, 5))
+	z := newZipfSampler(hot, 1.0, rng)
+	b := newSynthBuilder(phaseLen * phases)
+	head := uint64(spaceScan)
+	for p := range phases {
+		for i := range phaseLen {
+			if p%2 == 0 {
+				b.add(spaceHot + uint64(z.next()))
+				continue
+			}
+			if i%3 == 0 {
+				head++
+			}
+			d := uint64(rng.ExpFloat64() * float64(hot) / 8)
+			b.add(head - min(d, head-spaceScan))
+		}
+	}
+	return b.trace("synth-mixed")
+}
+
+// SynthOneHit is a web-like stream heavy in one-hit wonders: a share
+// oneHit of the accesses go to keys never requested again, the rest to
+// Zipf(0.8) over hot keys. Admission control (not letting the one-hit keys
+// displace the hot ones) wins.
+func SynthOneHit(hot int, oneHit float64, accesses int, seed uint64) *Trace {
+	rng := rand.New(rand.NewPCG(seed, 6))
+	z := newZipfSampler(hot, 0.8, rng)
+	b := newSynthBuilder(accesses)
+	once := uint64(spaceOnce)
+	for range accesses {
+		if rng.Float64() < oneHit {
+			b.add(once)
+			once++
+		} else {
+			b.add(spaceHot + uint64(z.next()))
+		}
+	}
+	return b.trace("synth-one-hit")
+}
+
+// SyntheticTraces returns the synthetic set the acceptance tests check
+// besides the shared traces, each generated with its fixed seed: Zipf at
+// skews 0.6, 0.9 and 1.2; Zipf with periodic large scans; a loop a little
+// larger than the mid-size caches; phase-changing working sets; alternating
+// recency and frequency phases; and a one-hit-wonder heavy web-like stream.
+// About 1.3 million accesses in all.
+func SyntheticTraces() []*Trace {
+	return []*Trace{
+		SynthZipf(0.6, 20000, 150000, 11),
+		SynthZipf(0.9, 20000, 150000, 12),
+		SynthZipf(1.2, 20000, 150000, 13),
+		SynthZipfScans(8000, 15000, 12000, 200000, 14),
+		SynthLoop(3000, 40, 6, 15),
+		SynthPhases(6000, 30000, 6, 16),
+		SynthMixed(4000, 25000, 8, 17),
+		SynthOneHit(15000, 0.5, 150000, 18),
+	}
+}
