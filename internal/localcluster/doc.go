@@ -1,0 +1,39 @@
+// Package localcluster runs a whole Locus cluster inside one process, on
+// loopback, for `locusctl up` and for tests: a file:// origin, cache nodes
+// (package node: real memberlist gossip, gRPC, HTTP with /metrics and the
+// S3 gateway, RAM caches) on two racks, and a standalone scheduler that
+// observes their gossip. It also writes a small Parquet dataset with
+// arrow-go and runs the executor loop over it.
+//
+// # Layout
+//
+//	Config.Dir/data/                 the file origin's root (the nodes' --origin-file-root)
+//	Config.Dir/data/lake/            served by every node's S3 gateway as bucket "lake"
+//	Config.Dir/data/lake/events/     the dataset `locusctl up` writes: part-00000.parquet, ...
+//
+// Every listener binds 127.0.0.1 on a port picked free at start (HTTP
+// ports can be fixed with Config.HTTPPortBase), so several clusters, and
+// the tests, run side by side on any Linux box. Nodes and scheduler share
+// one block size (Config.BlockSize, 1 MiB by default: small enough that a
+// few-MB dataset spreads over three nodes).
+//
+// # The workload
+//
+// A pass (Workload.RunPass) is one job: every split of the Plan (one per
+// row group, parquetx.Plan) is a task. Tasks are placed with PlaceBatch
+// and a short locality wait (500 ms); each placed task reads its split
+// through the node it was placed on (client.ReadSplit), decodes the row
+// group with arrow-go from exactly those bytes (the footer comes parsed
+// from the plan), and completes with the bytes by source from its read
+// summary. Tasks a batch deferred because every slot was taken are
+// resubmitted as running tasks complete. The first pass over a cold
+// cluster misses (a page shared by two adjacent row groups may hit);
+// later passes hit, locally when the task ran on the split's owner, from
+// a peer when it did not.
+//
+// # Threading
+//
+// Start, Stop and RunPass may be called from any goroutine; RunPass runs
+// one goroutine per placed task and returns when all have finished. Run
+// one pass at a time per Workload.
+package localcluster
