@@ -94,6 +94,9 @@ func (c *Client) read(ctx context.Context, nodeAddr string, req readpath.Request
 	if ctx.Err() != nil {
 		return readpath.Summary{}, fmt.Errorf("client: read %s from %s: %w", req.URI, nodeAddr, context.Cause(ctx))
 	}
+	if callerDeadline(ctx, err) {
+		return readpath.Summary{}, fmt.Errorf("client: read %s from %s: %w", req.URI, nodeAddr, context.DeadlineExceeded)
+	}
 	var werr *writeError
 	var vErr *wrongVersionError
 	if errors.As(err, &werr) || errors.As(err, &vErr) || definitive(err) || errors.Is(err, ErrClosed) {
@@ -109,6 +112,20 @@ func (c *Client) read(ctx context.Context, nodeAddr string, req readpath.Request
 		"node", nodeAddr, "uri", req.URI, "offset", req.Offset, "length", req.Length,
 		"resume_at", pos, "err", err)
 	return c.fallback(ctx, req, size, pos, w)
+}
+
+// deadlineSkew is how close to the caller's deadline a node's
+// DEADLINE_EXCEEDED must come to be taken as that deadline.
+const deadlineSkew = 250 * time.Millisecond
+
+// callerDeadline reports whether err is the caller's own deadline as the
+// node saw it: gRPC sends the deadline along, and the node's clock can
+// expire it a moment before ours. Falling back then would only race the
+// deadline; a node's DEADLINE_EXCEEDED far from the caller's deadline (its
+// origin timed out) is a node failure like any other.
+func callerDeadline(ctx context.Context, err error) bool {
+	dl, ok := ctx.Deadline()
+	return ok && errors.Is(err, context.DeadlineExceeded) && time.Until(dl) < deadlineSkew
 }
 
 // wrongVersionError marks a stream whose summary names another version
