@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// passRow matches a line of the pass table: pass, tasks, DATA_LOCAL,
+// RACK_LOCAL, OTHER_LOCAL, hit ratio, ..., rows, time.
+var passRow = regexp.MustCompile(`^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+)\s+\S+\s+.*\s(\d+)\s+\S+$`)
+
+type passLine struct {
+	pass, tasks, dataLocal, rackLocal, otherLocal int
+	hitRatio                                      float64
+	rows                                          int64
+}
+
+func parsePasses(t *testing.T, out string) []passLine {
+	t.Helper()
+	var ps []passLine
+	for _, l := range strings.Split(out, "\n") {
+		m := passRow.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		atoi := func(s string) int { v, _ := strconv.Atoi(s); return v }
+		hr, _ := strconv.ParseFloat(m[6], 64)
+		rows, _ := strconv.ParseInt(m[7], 10, 64)
+		ps = append(ps, passLine{atoi(m[1]), atoi(m[2]), atoi(m[3]), atoi(m[4]), atoi(m[5]), hr, rows})
+	}
+	return ps
+}
+
+// TestUpNoWait is the README's run command as CI runs it: the local
+// cluster starts, every pass reads every row written, tasks run
+// data-local, the warm passes hit, and it exits cleanly, removing its
+// temporary directory.
+func TestUpNoWait(t *testing.T) {
+	start := time.Now()
+	var stdout, stderr syncBuffer
+	err := upMain(context.Background(), []string{"--no-wait"}, &stdout, &stderr)
+	out := stdout.String()
+	if err != nil {
+		t.Fatalf("up --no-wait: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	t.Logf("up --no-wait took %v:\n%s", time.Since(start).Round(time.Millisecond), out)
+	ps := parsePasses(t, out)
+	if len(ps) != 3 {
+		t.Fatalf("%d pass lines, want 3:\n%s", len(ps), out)
+	}
+	for i, p := range ps {
+		if p.pass != i+1 || p.tasks != 24 || p.dataLocal+p.rackLocal+p.otherLocal != 24 {
+			t.Errorf("pass line %+v: want pass %d with 24 tasks over the three levels", p, i+1)
+		}
+		if p.rows != 100000 {
+			t.Errorf("pass %d read %d rows, 100000 were written", p.pass, p.rows)
+		}
+		if p.dataLocal == 0 {
+			t.Errorf("pass %d: no DATA_LOCAL task", p.pass)
+		}
+		if i == 0 && p.hitRatio > 0.3 {
+			t.Errorf("cold pass hit ratio %.3f, want near 0", p.hitRatio)
+		}
+		if i > 0 && p.hitRatio < 0.9 {
+			t.Errorf("warm pass %d hit ratio %.3f, want >= 0.9", p.pass, p.hitRatio)
+		}
+	}
+	for _, want := range []string{"Every pass read all 100000 rows.", "/v1/place", "/metrics", "Stopping"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	dir := tempDirOf(t, out)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("temporary directory %s still there (%v)", dir, err)
+	}
+}
+
+func tempDirOf(t *testing.T, out string) string {
+	t.Helper()
+	m := regexp.MustCompile(`Starting a local Locus cluster in (\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no directory in the output:\n%s", out)
+	}
+	return m[1]
+}
+
+// TestUpUntilSignal: without --no-wait, up keeps serving until its
+// context ends (SIGINT/SIGTERM in runUp), then stops cleanly; a --dir
+// given is kept with the dataset in it.
+func TestUpUntilSignal(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	errc := make(chan error, 1)
+	go func() {
+		errc <- upMain(ctx, []string{"--dir", dir, "--passes", "1", "--tasks", "6", "--rows", "6000"}, &stdout, &stderr)
+	}()
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(stdout.String(), "Press Ctrl-C") {
+		select {
+		case err := <-errc:
+			t.Fatalf("up returned before waiting: %v\n%s%s", err, stdout.String(), stderr.String())
+		case <-deadline:
+			t.Fatalf("up not running within 30s:\n%s", stdout.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cancel() // Ctrl-C
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("up after Ctrl-C: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("up did not stop within 30s of Ctrl-C")
+	}
+	out := stdout.String()
+	if ps := parsePasses(t, out); len(ps) != 1 || ps[0].rows != 6000 || ps[0].tasks != 6 {
+		t.Errorf("passes %+v, want one of 6 tasks reading 6000 rows:\n%s", ps, out)
+	}
+	if !strings.Contains(out, "Kept "+dir) {
+		t.Errorf("output does not say %s was kept:\n%s", dir, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "data", "lake", "events", "*.parquet"))
+	if len(files) != 2 {
+		t.Errorf("%d Parquet files in %s, want 2 (6 row groups, 4 per file)", len(files), dir)
+	}
+}
+
+func TestUpBadArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"--passes", "0"},
+		{"--tasks", "0"},
+		{"--rows", "5", "--tasks", "10"},
+		{"--block-size", "1000"},
+		{"--block-size", "lots"},
+		{"--slots", "0"},
+		{"--wait", "-1s"},
+		{"--http-port-base", "-1"},
+		{"extra"},
+		{"--nope"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if err := upMain(context.Background(), args, &stdout, &stderr); !errors.Is(err, errUsage) {
+			t.Errorf("up %q: %v, want a usage error", args, err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if err := upMain(context.Background(), []string{"--help"}, &stdout, &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "Ctrl-C") {
+		t.Errorf("up --help: %v, %q", err, stderr.String())
+	}
+}
