@@ -265,7 +265,12 @@ func integration(t *testing.T, cl cluster) {
 			avoidedSince = now
 		}
 		if _, err := c.Complete(ctx, scheduler.CompleteRequest{Job: "probe", Task: pl.Task, Bytes: 1}); err != nil {
-			t.Fatal(err)
+			// A probe placed on the victim just before the scheduler
+			// declared it dead is lost, so its completion is unknown.
+			var se *schedulertest.StatusError
+			if !(pl.Node == vid && errors.As(err, &se) && se.Code == http.StatusNotFound) {
+				t.Fatal(err)
+			}
 		}
 		if lostAt == 0 {
 			cnt, err := c.Counters(ctx, "kill")
