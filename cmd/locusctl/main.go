@@ -24,6 +24,7 @@ type command struct {
 var commands = map[string]command{
 	"ring":      {"ring tools: simulate ring balance and key movement for capacity planning", runRing},
 	"cache-sim": {"replay a cache trace through the page-cache policies and print hit ratios", runCacheSim},
+	"plan":      {"list the Parquet row groups under a prefix as splits, with placement key and owner", runPlan},
 	"up":        {"run a local cluster (3 nodes, scheduler, file origin) with a Parquet workload, until Ctrl-C", runUp},
 }
 

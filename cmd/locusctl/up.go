@@ -57,7 +57,7 @@ Flags:
   --tasks N             tasks per pass = row groups in the dataset (default 24)
   --rows N              rows in the dataset (default 100000, about 7 MB)
   --block-size SIZE     cluster block size, the same on nodes and scheduler
-                        (default 1MiB, so the dataset spreads over the nodes)
+                        (default 512KiB, so the dataset spreads over the nodes)
   --slots N             executor slots per node (default 4)
   --wait D              each task's locality wait (default 500ms)
   --batch               place each pass with one PlaceBatch call (and

@@ -25,9 +25,9 @@ import (
 // and to spread a few-MB dataset over its nodes.
 const (
 	DefaultNodes        = 3
-	DefaultBlockSize    = 1 << 20  // 1 MiB: a 1.2 MB file spans two blocks
-	DefaultPageSize     = 16 << 10 // divides the block size; small, so adjacent row groups share little
-	DefaultMemorySize   = 64 << 20 // per node: the whole dataset fits
+	DefaultBlockSize    = 512 << 10 // 512 KiB: a 1.1 MB file of 4 row groups spans 3 blocks
+	DefaultPageSize     = 16 << 10  // divides the block size; small, so adjacent row groups share little
+	DefaultMemorySize   = 64 << 20  // per node: the whole dataset fits
 	DefaultSlots        = 4
 	DefaultLocalityWait = 500 * time.Millisecond
 	DefaultStartTimeout = 20 * time.Second
@@ -52,8 +52,8 @@ type Config struct {
 	Nodes int
 	Racks []string
 	// BlockSize is the cluster block size, the same on every node and on
-	// the scheduler (default 1 MiB). PageSize must divide it (default 64
-	// KiB). MemorySize is each node's RAM cache (default 64 MiB); Slots
+	// the scheduler (default 512 KiB). PageSize must divide it (default
+	// 16 KiB). MemorySize is each node's RAM cache (default 64 MiB); Slots
 	// its executor slots (default 4).
 	BlockSize  int64
 	PageSize   int
@@ -181,7 +181,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		}
 		c.Nodes = append(c.Nodes, n)
 		seed = []string{c.Nodes[0].GossipAddr()}
-		fmt.Fprintf(c.cfg.Progress, "  node %-6s rack %-3s gRPC %s  HTTP %s\n", n.ID(), n.Rack(), n.GRPCAddr(), n.HTTPAddr())
+		fmt.Fprintf(c.cfg.Progress, "  node %-6s rack %-3s gRPC %s  HTTP %s  gossip %s\n", n.ID(), n.Rack(), n.GRPCAddr(), n.HTTPAddr(), n.GossipAddr())
 	}
 	epoch, err := c.waitConverged(ctx)
 	if err != nil {

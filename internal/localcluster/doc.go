@@ -14,8 +14,8 @@
 // Every listener binds 127.0.0.1 on a port picked free at start (HTTP
 // ports can be fixed with Config.HTTPPortBase), so several clusters, and
 // the tests, run side by side on any Linux box. Nodes and scheduler share
-// one block size (Config.BlockSize, 1 MiB by default: small enough that a
-// few-MB dataset spreads over three nodes).
+// one block size (Config.BlockSize, 512 KiB by default: small enough that
+// a few-MB dataset spreads over three nodes).
 //
 // # The workload
 //
