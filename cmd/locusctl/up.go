@@ -279,7 +279,7 @@ Try:
   curl -s %[1]s/v1/ring
   curl -s %[1]s/v1/jobs/pass-%[2]d
   curl -s -X POST %[1]s/v1/place -d '{"job":"demo","task":"t1","split":{"uri":"%[3]s","offset":%[4]d,"length":%[5]d},"wait_ms":500}'
-  curl -s -X POST %[1]s/v1/complete -d '{"job":"demo","task":"t1","bytes":%[5]d}'
+  curl -s -X POST %[1]s/v1/complete -d '{"job":"demo","task":"t1","local_hit_bytes":%[5]d,"duration_ms":3}'
   curl -s -r %[4]d-%[6]d http://%[7]s/%[8]s/%[9]s | wc -c     # a row group through node1's S3 gateway
   curl -s http://%[7]s/metrics | grep '^locus_cache_bytes_read_total'
   go run ./cmd/locusctl plan %[10]s --scheduler %[1]s
