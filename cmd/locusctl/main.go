@@ -1,6 +1,8 @@
 // Command locusctl is the Locus operator CLI: capacity planning for the ring,
 // cache policy simulation over traces, split planning for Parquet datasets,
-// and the one-command local cluster.
+// the one-command local cluster, and the commands that talk to a running
+// cluster: ring status, place and complete a task, job counters, stat an
+// object through a node, and warm a prefix.
 package main
 
 import (
@@ -26,6 +28,11 @@ var commands = map[string]command{
 	"cache-sim": {"replay a cache trace through the page-cache policies and print hit ratios", runCacheSim},
 	"plan":      {"list the Parquet row groups under a prefix as splits, with placement key and owner", runPlan},
 	"up":        {"run a local cluster (3 nodes, scheduler, file origin) with a Parquet workload, until Ctrl-C", runUp},
+	"place":     {"ask the scheduler where one task should run; it holds a slot until 'complete'", runPlace},
+	"complete":  {"report a placed task done, with its bytes by source", runComplete},
+	"jobs":      {"locality counters and hit ratios of a job, or of every job", runJobs},
+	"stat":      {"a cache node's view of an object: size, version, mtime, Parquet row groups", runStat},
+	"warm":      {"load the Parquet objects under a prefix into their owners' caches", runWarm},
 }
 
 // errUsage marks an error caused by bad arguments: locusctl exits with 2.

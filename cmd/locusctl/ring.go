@@ -71,6 +71,8 @@ func runRing(args []string, stdout, stderr io.Writer) error {
 		return flag.ErrHelp
 	case "simulate":
 		return runRingSimulate(args[1:], stdout, stderr)
+	case "status":
+		return runRingStatus(args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, ringUsage)
 	return usageErrorf("unknown command %q", args[0])
