@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,15 +61,18 @@ func liveCluster(t *testing.T) *localcluster.Cluster {
 	return live.c
 }
 
+// datasetSeq numbers the datasets, so a test run again (-count) writes new
+// objects: a rewritten object of the same name could be served from the
+// old version until the nodes' stat cache expires.
+var datasetSeq atomic.Int64
+
 // liveDataset writes a dataset of rowGroups row groups (4 per file, 1000
-// rows each) under lake/<name>/ of the shared cluster's origin and returns
-// it with its prefix URI.
+// rows each) under lake/<name>-<n>/ of the shared cluster's origin and
+// returns it with its prefix URI.
 func liveDataset(t *testing.T, c *localcluster.Cluster, name string, rowGroups int) (localcluster.Dataset, string) {
 	t.Helper()
+	name = fmt.Sprintf("%s-%d", name, datasetSeq.Add(1))
 	dir := filepath.Join(c.DataRoot, localcluster.GatewayBucket, name)
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatal(err)
-	}
 	ds, err := localcluster.WriteDataset(dir, localcluster.DatasetSpec{RowGroups: rowGroups, PerFile: 4, Rows: int64(rowGroups) * 1000})
 	if err != nil {
 		t.Fatal(err)

@@ -33,11 +33,11 @@ func TestPlaceJobsComplete(t *testing.T) {
 	ds, _ := liveDataset(t, c, "place", 4)
 	uri := fileURI(ds.Files[0])
 	sched := c.SchedulerURL()
-	const job = "place-test"
+	job := fmt.Sprintf("place-test-%d", datasetSeq.Add(1)) // new counters when run again (-count)
 
 	r := mustRun(t, "place", "--scheduler", sched, "--job", job, "--task", "t1", "--uri", uri, "--offset", "4", "--length", "1000", "--wait", "2s")
 	t.Logf("place:\n%s", r.stdout)
-	m := regexp.MustCompile(`Placed task t1 of job place-test on (\S+) \(rack (\S+)\): (\S+)`).FindStringSubmatch(r.stdout)
+	m := regexp.MustCompile(`Placed task t1 of job ` + regexp.QuoteMeta(job) + ` on (\S+) \(rack (\S+)\): (\S+)`).FindStringSubmatch(r.stdout)
 	if m == nil {
 		t.Fatalf("no placement line in:\n%s", r.stdout)
 	}
@@ -56,7 +56,7 @@ func TestPlaceJobsComplete(t *testing.T) {
 			}
 		}
 	}
-	for _, frag := range []string{"address     " + addr, "owner       " + owner, "ring epoch  ", "locusctl complete --scheduler " + sched + " --job place-test --task t1"} {
+	for _, frag := range []string{"address     " + addr, "owner       " + owner, "ring epoch  ", "locusctl complete --scheduler " + sched + " --job " + job + " --task t1"} {
 		if addr == "" || !strings.Contains(r.stdout, frag) {
 			t.Errorf("place output lacks %q", frag)
 		}
@@ -78,7 +78,7 @@ func TestPlaceJobsComplete(t *testing.T) {
 	}
 
 	done := mustRun(t, "complete", "--scheduler", sched, "--job", job, "--task", "t1", "--local", "600", "--peer", "300", "--miss", "100", "--duration", "25ms")
-	if !strings.Contains(done.stdout, "Completed task t1 of job place-test: DATA_LOCAL") {
+	if !strings.Contains(done.stdout, "Completed task t1 of job "+job+": DATA_LOCAL") {
 		t.Errorf("complete printed %q", done.stdout)
 	}
 	jc = jobCounters(t, sched, job)
@@ -180,7 +180,9 @@ func TestJobsAll(t *testing.T) {
 	withEnv(t, nil)
 	sched := c.SchedulerURL()
 	uri := "file:///nonexistent/jobs-test.parquet" // placement needs no object
-	for i, job := range []string{"jobs-a", "jobs-b"} {
+	seq := datasetSeq.Add(1)
+	jobA, jobB := fmt.Sprintf("jobs-a-%d", seq), fmt.Sprintf("jobs-b-%d", seq)
+	for i, job := range []string{jobA, jobB} {
 		for k := 0; k <= i; k++ {
 			task := "t" + strconv.Itoa(k)
 			mustRun(t, "place", "--scheduler", sched, "--job", job, "--task", task, "--uri", uri, "--offset", strconv.Itoa(k*1000), "--length", "100")
@@ -198,15 +200,15 @@ func TestJobsAll(t *testing.T) {
 		got[jc.Job] = jc.Completed
 		sum += jc.Completed
 	}
-	if got["jobs-a"] != 1 || got["jobs-b"] != 2 {
-		t.Errorf("jobs --json: completed %v, want jobs-a 1 and jobs-b 2", got)
+	if got[jobA] != 1 || got[jobB] != 2 {
+		t.Errorf("jobs --json: completed %v, want %s 1 and %s 2", got, jobA, jobB)
 	}
 	if all.All.Completed != sum {
 		t.Errorf("all jobs together completed %d, the jobs sum to %d", all.All.Completed, sum)
 	}
 	text := mustRun(t, "jobs", "--scheduler", sched)
 	t.Logf("jobs:\n%s", text.stdout)
-	for _, re := range []string{`(?m)^jobs-a\s+1\s+\d+\s+\d+\s+\d+\s+0\s+0\s+0\s+1\.000\s`, `(?m)^jobs-b\s+2\s`, `(?m)^\(all\)\s+` + fmt.Sprint(placed(all.All)) + `\s`} {
+	for _, re := range []string{`(?m)^` + jobA + `\s+1\s+\d+\s+\d+\s+\d+\s+0\s+0\s+0\s+1\.000\s`, `(?m)^` + jobB + `\s+2\s`, `(?m)^\(all\)\s+` + fmt.Sprint(placed(all.All)) + `\s`} {
 		if !regexp.MustCompile(re).MatchString(text.stdout) {
 			t.Errorf("jobs output does not match %s:\n%s", re, text.stdout)
 		}

@@ -94,7 +94,7 @@ func TestStat(t *testing.T) {
 	}
 
 	// Not Parquet.
-	txt := filepath.Join(c.DataRoot, localcluster.GatewayBucket, "stat", "notes.txt")
+	txt := filepath.Join(ds.Dir, "notes.txt")
 	if err := os.WriteFile(txt, []byte("hello"), 0o644); err != nil {
 		t.Fatal(err)
 	}
