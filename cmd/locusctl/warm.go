@@ -63,8 +63,8 @@ How it works:
                         Replication below).
   3. Print progress on stderr (objects, splits, bytes, rate) about every
      second, and a summary on stdout: the bytes fetched from the origin
-     (now cached on their owners) and those already cached (local and peer
-     hits), from the nodes' read summaries. Warming a warm dataset again
+     (now cached) and those already cached (local and peer hits), from
+     the nodes' read summaries. Warming a warm dataset again
      reads no byte from the origin. Bytes whose owner was unavailable are
      read from the origin by the node directly and are NOT cached; the
      summary lists them apart.
@@ -90,7 +90,9 @@ Flags:
   --node HOST:PORT     or read every split through this cache node's --grpc-addr
                        (exactly one of the two)
   --all-replicas       with --scheduler: read every block through each node of
-                       its preference list instead of placing tasks
+                       its preference list instead of placing tasks (the
+                       ring is read as 'locusctl plan --scheduler' reads it:
+                       plain http, or https verified by the system roots)
   --columns a,b        warm only these columns' chunks (dotted leaf paths;
                        a struct or list name selects its leaves). A file
                        without one of them is skipped with a warning.
@@ -468,9 +470,8 @@ type warmer struct {
 	cl     *client.Client
 	sc     *client.Scheduler // nil with --node
 
-	left []atomic.Int32 // splits of each file not yet done
-
 	mu       sync.Mutex // guards the fields below and writes to stderr
+	left     []int      // splits of each file not yet done
 	sum      readpath.Summary
 	splits   int // done, warmed or failed
 	failed   int
@@ -482,9 +483,9 @@ type warmer struct {
 
 func newWarmer(o warmOptions, plan *warmPlan, stderr io.Writer) (*warmer, error) {
 	w := &warmer{o: o, plan: plan, stderr: stderr, failedIn: map[int]bool{}, locality: map[string]int{}}
-	w.left = make([]atomic.Int32, len(plan.files))
+	w.left = make([]int, len(plan.files))
 	for _, it := range plan.items {
-		w.left[it.file].Add(1)
+		w.left[it.file]++
 	}
 	tlsCfg, err := o.tls.config()
 	if err != nil {
@@ -677,7 +678,7 @@ func (w *warmer) record(it warmItem, s readpath.Summary, locality string, err er
 			fmt.Fprintln(w.stderr, "locusctl warm: warning: more splits failed; the summary counts them")
 		}
 	}
-	if w.left[it.file].Add(-1) == 0 && !w.failedIn[it.file] {
+	if w.left[it.file]--; w.left[it.file] == 0 && !w.failedIn[it.file] {
 		w.objects++
 	}
 }
@@ -798,6 +799,9 @@ func printWarmSummary(w io.Writer, s warmSummary) {
 		via = fmt.Sprintf("through the scheduler at %s, job %s", s.Via, s.Job)
 	case "replicas":
 		via = fmt.Sprintf("through each of the %d nodes of every block's preference list (ring of the scheduler at %s)", s.Replication, s.Via)
+		if s.Replication == 1 {
+			via = fmt.Sprintf("through the owner of every block (replication 1, ring of the scheduler at %s)", s.Via)
+		}
 	}
 	what := "row groups"
 	if len(s.Columns) > 0 {
