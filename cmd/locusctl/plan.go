@@ -58,8 +58,9 @@ Where the ring comes from (at most one):
 
 The block size is the ring source's (the scheduler's or the gossip's),
 else --block-size (default 128MiB); --block-size overrides both.
---replication N (default: the scheduler's, else 1) prints the first N
-nodes of each preference list; a task on any of them is DATA_LOCAL.
+--replication N (default: the cluster's, from the scheduler or the
+gossip, else 1) prints the first N nodes of each preference list; a task
+on any of them is DATA_LOCAL.
 
 Output: a table on stdout (uri, row group, offset, length, rows,
 placement key, owner, rack, and replicas with --replication > 1), or with
@@ -430,6 +431,9 @@ func planRing(ctx context.Context, o planOptions, stderr io.Writer) (ringSource,
 		src.ring, src.name = v.Ring, fmt.Sprintf("the gossip at %s (%d nodes, epoch %016x)", o.join, n, v.Epoch)
 		if bs := v.BlockSize(); bs > 0 {
 			src.blockSize = bs
+		}
+		if r := v.Replication(); r > 0 {
+			src.replication = r
 		}
 	case o.nodes > 0:
 		nodes := make([]ring.Node, o.nodes)

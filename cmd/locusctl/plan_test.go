@@ -185,7 +185,7 @@ func TestPlanScheduler(t *testing.T) {
 	s := schedulertest.Start(t, scheduler.Config{Membership: views, BlockSize: bs})
 	v := views.View()
 	rows, errOut := planJSON(t, fileURI(dir+"/"), "--scheduler", "http://"+s.HTTPAddr())
-	checkRows(t, rows, ds.Rows, bs, func(key string) []ring.Node { return v.Ring.Owners(key, 1) })
+	checkRows(t, rows, ds.Rows, bs, func(key string) []ring.Node { return v.Ring.Owners(key, v.Replication()) })
 	if strings.Contains(errOut, "warning") || !strings.Contains(errOut, fmt.Sprintf("epoch %016x", v.Epoch)) {
 		t.Errorf("stderr %q: want the scheduler's epoch and no warning", errOut)
 	}
@@ -226,7 +226,7 @@ func TestPlanJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, errOut := planJSON(t, fileURI(dir+"/"), "--join", seed.GossipAddr())
-	checkRows(t, rows, ds.Rows, bs, func(key string) []ring.Node { return v.Ring.Owners(key, 1) })
+	checkRows(t, rows, ds.Rows, bs, func(key string) []ring.Node { return v.Ring.Owners(key, v.Replication()) })
 	if !strings.Contains(errOut, "the gossip at "+seed.GossipAddr()+" (2 nodes") {
 		t.Errorf("summary %q", errOut)
 	}

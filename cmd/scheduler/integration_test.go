@@ -17,7 +17,9 @@ import (
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 )
 
-// cluster is three cache nodes running as processes.
+// cluster is three cache nodes running as processes. They announce
+// replication 1 (owner-only preference lists): the placement checks below
+// count tasks run off their owner.
 type cluster struct {
 	ids, racks []string
 	gossip     []string
@@ -32,7 +34,7 @@ func fakeCluster(t *testing.T) cluster {
 	c := cluster{ids: []string{"n1", "n2", "n3"}, racks: []string{"r1", "r1", "r2"}}
 	var ms []*schedulertest.Member
 	for i, id := range c.ids {
-		o := schedulertest.MemberOptions{Rack: c.racks[i], Slots: 4, GRPCAddr: fmt.Sprintf("127.0.0.1:%d", 17070+i)}
+		o := schedulertest.MemberOptions{Rack: c.racks[i], Slots: 4, Replication: 1, GRPCAddr: fmt.Sprintf("127.0.0.1:%d", 17070+i)}
 		if i > 0 {
 			o.Join = []string{ms[0].GossipAddr}
 		}
@@ -52,7 +54,7 @@ func realCluster(t *testing.T) cluster {
 	var ps []*nodetest.Process
 	for i, id := range c.ids {
 		o := nodetest.ProcessOptions{ID: id, FileRoot: t.TempDir(),
-			Args: []string{"--rack=" + c.racks[i], "--slots=4", "--memory-size=16MiB", "--log-level=info"}}
+			Args: []string{"--rack=" + c.racks[i], "--slots=4", "--memory-size=16MiB", "--replication=1", "--log-level=info"}}
 		if i > 0 {
 			o.Join = []string{ps[0].GossipAddr}
 		}
@@ -135,6 +137,9 @@ func integration(t *testing.T, cl cluster) {
 	c := p.Client()
 	ctx := context.Background()
 	r := waitAlive(t, c, 3, 10*time.Second)
+	if r.Replication != 1 {
+		t.Errorf("scheduler places with replication %d, want the nodes' 1", r.Replication)
+	}
 	addr := map[string]string{}
 	for i, id := range cl.ids {
 		addr[id] = cl.grpc[i]

@@ -50,6 +50,9 @@ forward with --forward-to-leader); the cluster config (block size,
 replication, locality wait) at <prefix>config overrides the flags, and the
 counters are persisted so a failover loses none.
 
+The replication is the cache nodes': placement uses the --replication they
+announce in the gossip (default 2); --replication here only checks it.
+
 Sizes take plain bytes or units: 134217728, 128MiB, 1g, 500MB.
 SIGTERM or SIGINT: stop accepting, answer waiting calls, flush the counters,
 resign the leadership, leave the gossip, exit 0.
@@ -106,7 +109,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.etcdKey, "etcd-tls-key", "", "PEM private key of --etcd-tls-cert")
 	fs.BoolVar(&o.forward, "forward-to-leader", false, "on a follower, proxy mutating calls to the leader instead of answering 503 naming it")
 	fs.DurationVar(&o.localityWait, "locality-wait", scheduler.DefaultLocalityWait, "how long a task waits for a data-local slot before rack-local, and as long again before any node; 0: no wait")
-	fs.IntVar(&o.replication, "replication", scheduler.DefaultReplication, "preference list length (nodes per block that count as DATA_LOCAL); must equal the cache nodes' --replication")
+	fs.IntVar(&o.replication, "replication", 0, "preference-list length (nodes per block where a task counts DATA_LOCAL); 0: the cache nodes' --replication, from the gossip (2 while no node is known). The nodes' value always wins: one set here that differs is logged as a warning and not used")
 	fs.Var(units.Flag(&o.blockSize), "block-size", "cluster block size for placement keys; default: the cache nodes' (128MiB while none is known); when set it must match theirs")
 	fs.DurationVar(&o.maxQueueWait, "max-queue-wait", scheduler.DefaultMaxQueueWait, "how long a place call waits for a slot once queued, before 503")
 	fs.DurationVar(&o.maxWait, "max-wait", scheduler.DefaultMaxWait, "largest wait_ms a request may ask for")

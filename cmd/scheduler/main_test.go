@@ -36,7 +36,7 @@ func TestFlagsPerDesign(t *testing.T) {
 	want := map[string]string{
 		"gossip-addr": "127.0.0.1:7946", "join": "", "grpc-addr": "127.0.0.1:7071", "http-addr": "127.0.0.1:8080",
 		"etcd-endpoints": "", "locality-wait": "3s", "auth-token-file": "",
-		"tls-cert": "", "tls-key": "", "tls-ca": "", "gossip-key-file": "", "node-id": "", "replication": "1",
+		"tls-cert": "", "tls-key": "", "tls-ca": "", "gossip-key-file": "", "node-id": "", "replication": "0",
 	}
 	for name, def := range want {
 		f := fs.Lookup(name)
@@ -111,12 +111,13 @@ func TestBadFlagsExit(t *testing.T) {
 // environment only.
 func TestSIGTERM(t *testing.T) {
 	bin := schedulertest.BuildScheduler(t)
-	p := schedulertest.StartProcess(t, bin, schedulertest.ProcessOptions{ID: "s1", Env: []string{"LOCUS_LOCALITY_WAIT=250ms", "LOCUS_REPLICATION=2"}})
+	// No cache node: the configured replication is the one in use.
+	p := schedulertest.StartProcess(t, bin, schedulertest.ProcessOptions{ID: "s1", Env: []string{"LOCUS_LOCALITY_WAIT=250ms", "LOCUS_REPLICATION=3"}})
 	r, err := p.Client().Ring(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.LocalityMS != 250 || r.Replication != 2 || !r.Leader || !r.Standalone {
+	if r.LocalityMS != 250 || r.Replication != 3 || !r.Leader || !r.Standalone {
 		t.Errorf("ring %+v", r)
 	}
 	if err := p.Terminate(15 * time.Second); err != nil {

@@ -15,7 +15,10 @@
 // ports can be fixed with Config.HTTPPortBase), so several clusters, and
 // the tests, run side by side on any Linux box. Nodes and scheduler share
 // one block size (Config.BlockSize, 512 KiB by default: small enough that
-// a few-MB dataset spreads over three nodes).
+// a few-MB dataset spreads over three nodes). The nodes run owner-only
+// preference lists by default (Config.Replication 1, where the product's
+// default is 2; the scheduler takes it from the nodes), so a warm pass
+// hits wherever its tasks run data-local.
 //
 // # The workload
 //
@@ -29,7 +32,9 @@
 // resubmitted as running tasks complete. The first pass over a cold
 // cluster misses (a page shared by two adjacent row groups may hit);
 // later passes hit, locally when the task ran on the split's owner, from
-// a peer when it did not.
+// a peer when it did not. With Config.Replication 2 a split's block is
+// cached on each node of its list that ran it, so a warm pass may still
+// miss where a task runs on a list node for the first time.
 //
 // # Threading
 //

@@ -3,6 +3,7 @@ package localcluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -55,8 +56,11 @@ func TestWriteDataset(t *testing.T) {
 	}
 }
 
-// TestClusterPasses: the cluster starts, the scheduler sees its nodes, a
-// cold pass then a warm pass read every row, and the warm pass hits.
+// TestClusterPasses: the cluster starts, the scheduler sees its nodes and
+// their replication (1 here by default), a cold pass then a warm pass read
+// every row, and the warm pass hits. DATA_LOCAL tasks read through a peer
+// only the bytes of their splits outside their placement block: the
+// scheduler's preference lists are the nodes'.
 func TestClusterPasses(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -91,6 +95,9 @@ func TestClusterPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sc.Close() // before Stop (deferred earlier)
+	if rs, err := sc.Ring(ctx); err != nil || rs.Replication != DefaultReplication {
+		t.Errorf("scheduler ring: replication %d (%v), want the nodes' %d", rs.Replication, err, DefaultReplication)
+	}
 	cl, err := client.New(client.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -124,10 +131,98 @@ func TestClusterPasses(t *testing.T) {
 		if i > 0 && jc.HitRatioByLocality.DataLocal != 1 {
 			t.Errorf("warm DATA_LOCAL tasks hit %.3f of their bytes, want 1", jc.HitRatioByLocality.DataLocal)
 		}
+		if p, max := jc.ByLocality.DataLocal.PeerHitBytes, offBlockBytes(plan, c.Config().BlockSize); p > max {
+			t.Errorf("%s: DATA_LOCAL tasks read %d bytes through a peer, more than the %d bytes of the splits outside their placement blocks: the scheduler's lists are not the nodes'", job, p, max)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", "lake", "events", "part-00000.parquet")); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestClusterReplicationTwo runs the cluster at the product's default
+// replication (2): the scheduler places with the nodes' lists, so a
+// DATA_LOCAL task reads its placement block from its node's own cache
+// (peer bytes only outside that block), and a block is cached at most on
+// the two nodes of its list, so however the passes spread the tasks over
+// the lists, the origin serves at most twice the dataset. (A warm pass may still miss where a task runs on a list
+// node for the first time; that is the cost of 2.)
+func TestClusterReplicationTwo(t *testing.T) {
+	ctx := context.Background()
+	c, err := Start(ctx, Config{Dir: t.TempDir(), Replication: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if err := c.Stop(sctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	}()
+	ds, err := WriteDataset(filepath.Join(c.DataRoot, "lake", "events"), DatasetSpec{RowGroups: 12, Rows: 30_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := PlanDataset(ctx, c.Origin, c.URI("lake/events/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := client.NewScheduler(client.SchedulerConfig{URL: c.SchedulerURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	if rs, err := sc.Ring(ctx); err != nil || rs.Replication != 2 {
+		t.Fatalf("scheduler ring: replication %d (%v), want the nodes' 2", rs.Replication, err)
+	}
+	cl, err := client.New(client.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	w := &Workload{Scheduler: sc, Client: cl, Plan: plan}
+	var origin int64
+	for i := range 4 {
+		w.Batch = i%2 == 1
+		job := fmt.Sprintf("pass-%d", i)
+		r, err := w.RunPass(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jc := r.Counters
+		origin += r.OriginBytes
+		t.Logf("%s: DATA_LOCAL %d RACK_LOCAL %d OTHER_LOCAL %d, hit ratio %.3f, bytes local %d peer %d origin %d",
+			job, jc.DataLocalTasks, jc.RackLocalTasks, jc.OtherLocalTasks, jc.HitRatio, r.LocalBytes, r.PeerBytes, r.OriginBytes)
+		if r.Rows != ds.Rows || r.IDSum != ds.IDSum || jc.Completed != 12 {
+			t.Errorf("%s: decoded %d rows (id sum %d), %d tasks; want %d (%d), 12", job, r.Rows, r.IDSum, jc.Completed, ds.Rows, ds.IDSum)
+		}
+		if jc.DataLocalTasks == 0 {
+			t.Errorf("%s: no DATA_LOCAL task: %+v", job, jc)
+		}
+		if p, max := jc.ByLocality.DataLocal.PeerHitBytes, offBlockBytes(plan, c.Config().BlockSize); p > max {
+			t.Errorf("%s: DATA_LOCAL tasks read %d bytes through a peer, more than the %d bytes of the splits outside their placement blocks: the scheduler's lists are not the nodes'", job, p, max)
+		}
+	}
+	if origin > 2*plan.Bytes {
+		t.Errorf("the origin served %d bytes over 4 passes, more than twice the dataset's %d: a block was cached off its list", origin, plan.Bytes)
+	}
+}
+
+// offBlockBytes sums, over the plan's splits, the bytes outside the block
+// holding most of the split (its placement key, ring.PlacementKey): the
+// only bytes a task running on a node of its placement block's list may
+// read through a peer.
+func offBlockBytes(plan *Plan, bs int64) int64 {
+	var n int64
+	for _, s := range plan.Splits {
+		var most int64
+		for b := s.Offset / bs; b*bs < s.Offset+s.Length; b++ {
+			most = max(most, min(s.Offset+s.Length, (b+1)*bs)-max(s.Offset, b*bs))
+		}
+		n += s.Length - most
+	}
+	return n
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -138,6 +233,8 @@ func TestConfigValidate(t *testing.T) {
 		{Dir: dir, Nodes: -1},
 		{Dir: dir, BlockSize: 1 << 20, PageSize: 3 << 10},
 		{Dir: dir, HTTPPortBase: 70000},
+		{Dir: dir, Replication: -1},
+		{Dir: dir, Replication: 9},
 	} {
 		if _, err := Start(context.Background(), bad); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("Start(%+v) = %v, want ErrInvalidConfig", bad, err)

@@ -132,8 +132,8 @@ func TestSchedulerCalls(t *testing.T) {
 			cache++
 		}
 	}
-	if cache != 3 || r.Epoch != views.View().Epoch || r.Replication != 1 {
-		t.Errorf("ring %+v; want 3 cache members, epoch %d, replication 1", r, views.View().Epoch)
+	if cache != 3 || r.Epoch != views.View().Epoch || r.Replication != 2 {
+		t.Errorf("ring %+v; want 3 cache members, epoch %d, replication 2 (the nodes')", r, views.View().Epoch)
 	}
 }
 

@@ -25,8 +25,9 @@ type Config struct {
 	// Meta is what this node announces. Meta.ID is required and becomes the
 	// memberlist node name. Zero State/Role mean alive/cache; a zero
 	// ProtocolVersion becomes ProtocolVersion; a cache node's zero BlockSize
-	// becomes DefaultBlockSize. Meta.BlockSize and Meta.ProtocolVersion are
-	// also this node's cluster settings: members that differ are refused.
+	// becomes DefaultBlockSize and its zero Replication DefaultReplication.
+	// Meta.BlockSize, Meta.Replication and Meta.ProtocolVersion are also
+	// this node's cluster settings: members that differ are refused.
 	Meta NodeMeta
 
 	// BindAddr is the gossip listen address, "ip:port", used for both UDP

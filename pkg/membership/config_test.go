@@ -52,15 +52,16 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("bind: %q %q %d", v.BindAddr, v.bindIP, v.bindPort)
 	}
 	m := v.Meta
-	if m.State != StateAlive || m.Role != RoleCache || m.ProtocolVersion != ProtocolVersion || m.BlockSize != DefaultBlockSize {
+	if m.State != StateAlive || m.Role != RoleCache || m.ProtocolVersion != ProtocolVersion || m.BlockSize != DefaultBlockSize || m.Replication != DefaultReplication {
 		t.Errorf("meta defaults: %+v", m)
 	}
 	if v.Logger == nil || v.Tuning != LANTuning() || v.key != nil {
 		t.Errorf("defaults: logger %v tuning %+v key %x", v.Logger, v.Tuning, v.key)
 	}
-	// Observers keep a zero block size: they accept the cluster's.
+	// Observers keep a zero block size and replication: they accept the
+	// cluster's.
 	v, err = Config{Meta: NodeMeta{ID: "s", Role: RoleObserver}}.withDefaults()
-	if err != nil || v.Meta.BlockSize != 0 {
+	if err != nil || v.Meta.BlockSize != 0 || v.Meta.Replication != 0 {
 		t.Errorf("observer: %+v, %v", v.Meta, err)
 	}
 	// An explicit key is copied.

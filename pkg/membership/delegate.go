@@ -18,8 +18,8 @@ import (
 //   - memberlist.EventDelegate: NotifyJoin/Leave/Update keep the member table
 //     that Views are built from.
 //   - memberlist.AliveDelegate: NotifyAlive refuses members with corrupt
-//     metadata or a different block size or protocol version, whichever way
-//     they arrive (gossip or a state exchange).
+//     metadata or a different block size, replication or protocol version,
+//     whichever way they arrive (gossip or a state exchange).
 //   - memberlist.MergeDelegate: NotifyMerge refuses a join, in both
 //     directions: the newcomer checks the cluster's members and the cluster
 //     checks the newcomer, so Join on a misfit node fails with the reason.

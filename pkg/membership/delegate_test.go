@@ -38,11 +38,14 @@ func TestNotifyAlive(t *testing.T) {
 	future := cacheMeta("future")
 	future.ProtocolVersion = ProtocolVersion + 1
 	obs := NodeMeta{ID: "obs", Role: RoleObserver}
+	ownerOnly := cacheMeta("owner-only")
+	ownerOnly.Replication = 1
 	tests := []struct {
 		name string
 		n    *memberlist.Node
 		want error // nil: accepted
 	}{
+		{"replication", node(t, ownerOnly, 1, memberlist.StateAlive), ErrIncompatible},
 		{"peer", node(t, cacheMeta("p"), 1, memberlist.StateAlive), nil},
 		{"observer without block size", node(t, obs, 1, memberlist.StateAlive), nil},
 		{"self, even with odd meta", &memberlist.Node{Name: "self", Meta: []byte("junk")}, nil},

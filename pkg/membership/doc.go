@@ -7,21 +7,28 @@
 //
 // Every process in the gossip is a member and announces a NodeMeta: its id
 // (also the memberlist node name), rack, gRPC and HTTP addresses, executor
-// slots, cache capacity, state (alive or draining), block size, page size,
-// protocol version and role. The metadata travels in memberlist's node
-// metadata, in a compact versioned encoding (NodeMeta.MarshalBinary): about
-// 80 bytes typically, 442 with every field at its length limit, within
-// memberlist's 512. Decoders skip fields they do not know, so later releases
-// can add fields.
+// slots, cache capacity, state (alive or draining), block size,
+// replication, page size, protocol version and role. The metadata travels
+// in memberlist's node metadata, in a compact versioned encoding
+// (NodeMeta.MarshalBinary): about 80 bytes typically, 445 with every field
+// at its length limit, within memberlist's 512. Decoders skip fields they do
+// not know, so later releases can add fields (Replication was added that
+// way: a member of an earlier release announces none, and is not checked
+// on it).
 //
 // Roles: cache nodes own ranges of the ring. Observers (the scheduler,
 // locusctl) join the gossip to watch it and own nothing; an observer may
-// leave BlockSize 0 and learn the cluster's from View.BlockSize.
+// leave BlockSize and Replication 0 and learn the cluster's from
+// View.BlockSize and View.Replication.
 //
 // # Who may join
 //
-// The local node's BlockSize and ProtocolVersion are the cluster settings.
-// A member whose block size or protocol version differs is refused, and so
+// The local node's BlockSize, Replication and ProtocolVersion are the
+// cluster settings: the block size and the replication (the length of each
+// block's preference list, DefaultReplication = 2) together fix which nodes
+// cache a block and where its tasks count as DATA_LOCAL, so every member
+// must agree on them. A member whose block size, replication or protocol
+// version differs is refused, and so
 // is a member claiming an id that a live member at another address already
 // has, or a member whose metadata does not decode. Refusal happens in both
 // directions: the newcomer checks the members it is about to merge and the
@@ -31,6 +38,11 @@
 //
 //	membership: this node's block size 64 MiB differs from the cluster's 128 MiB
 //	(member "n1"): start this node with --block-size=134217728 (128 MiB), the same on every node
+//
+// or, for a node started with --replication=1 in a cluster of 2,
+//
+//	membership: this node's replication 1 differs from the cluster's 2
+//	(member "n1"): start this node with --replication=2, the same on every node (...)
 //
 // (an *IncompatibleError, errors.Is ErrIncompatible; or ErrDuplicateID).
 //

@@ -37,8 +37,8 @@ var (
 	// ReadKeyFile and New.
 	ErrKeyLength = errors.New("membership: gossip key must be 16, 24 or 32 bytes")
 
-	// ErrIncompatible: a member runs with a different block size or Locus
-	// protocol version than this node. Such members are refused in both
+	// ErrIncompatible: a member runs with a different block size,
+	// replication or Locus protocol version than this node. Such members are refused in both
 	// directions; Join returns it (as an *IncompatibleError) when the
 	// cluster refuses this node.
 	ErrIncompatible = errors.New("membership: incompatible member")
@@ -54,7 +54,8 @@ var (
 	ErrJoin = errors.New("membership: cannot join cluster")
 
 	// ErrImmutableField: UpdateMeta tried to change a field that is fixed
-	// for the life of a member (ID, Role, BlockSize, ProtocolVersion).
+	// for the life of a member (ID, Role, BlockSize, Replication,
+	// ProtocolVersion).
 	ErrImmutableField = errors.New("membership: field cannot change while running")
 
 	// ErrClosed: the Membership was shut down (Leave or Shutdown).

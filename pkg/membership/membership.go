@@ -175,8 +175,8 @@ func (m *Membership) GossipAddr() string { return m.ml.LocalNode().Address() }
 //
 // Errors: ErrBadAddress for a seed that does not parse (nothing contacted);
 // when no seed accepted this node, the reason the cluster refused it, an
-// *IncompatibleError (ErrIncompatible: block size or protocol version
-// differs) or ErrDuplicateID (this node's id is taken); otherwise ErrJoin
+// *IncompatibleError (ErrIncompatible: block size, replication or
+// protocol version differs) or ErrDuplicateID (this node's id is taken); otherwise ErrJoin
 // with memberlist's reasons (unreachable seeds, wrong gossip key). A node
 // that failed to join keeps running alone; callers usually Shutdown and
 // exit. Each seed attempt is bounded by Tuning.TCPTimeout.
@@ -237,7 +237,7 @@ func flattenJoinError(err error) string {
 }
 
 // UpdateMeta changes this node's metadata and gossips it. update gets a copy
-// of the current metadata to modify. ID, Role, BlockSize and
+// of the current metadata to modify. ID, Role, BlockSize, Replication and
 // ProtocolVersion cannot change (ErrImmutableField); the result must
 // validate (ErrInvalidMeta). It returns once the change is in View and has
 // reached one other member (if any). The wait for a peer is bounded by ctx's
@@ -261,6 +261,8 @@ func (m *Membership) UpdateMeta(ctx context.Context, update func(*NodeMeta)) err
 		return fmt.Errorf("%w: Role %q -> %q", ErrImmutableField, old.Role, meta.Role)
 	case meta.BlockSize != old.BlockSize:
 		return fmt.Errorf("%w: BlockSize %d -> %d", ErrImmutableField, old.BlockSize, meta.BlockSize)
+	case meta.Replication != old.Replication:
+		return fmt.Errorf("%w: Replication %d -> %d", ErrImmutableField, old.Replication, meta.Replication)
 	case meta.ProtocolVersion != old.ProtocolVersion:
 		return fmt.Errorf("%w: ProtocolVersion %d -> %d", ErrImmutableField, old.ProtocolVersion, meta.ProtocolVersion)
 	}

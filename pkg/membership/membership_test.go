@@ -108,6 +108,9 @@ func withDefaults(m membership.NodeMeta) membership.NodeMeta {
 	if m.BlockSize == 0 && m.Role == membership.RoleCache {
 		m.BlockSize = membership.DefaultBlockSize
 	}
+	if m.Replication == 0 && m.Role == membership.RoleCache {
+		m.Replication = membership.DefaultReplication
+	}
 	return m
 }
 
@@ -205,9 +208,13 @@ func TestObserverHasNoOwnership(t *testing.T) {
 		if !ok || !obs.IsObserver() || obs.Placeable() {
 			t.Errorf("%s: observer listed as %+v (ok=%v)", m.LocalMeta().ID, obs, ok)
 		}
-		// The observer declared no block size and learns the cluster's.
+		// The observer declared no block size nor replication and learns
+		// the cluster's.
 		if got := v.BlockSize(); got != membership.DefaultBlockSize {
 			t.Errorf("%s: View.BlockSize() = %d, want %d", m.LocalMeta().ID, got, membership.DefaultBlockSize)
+		}
+		if got := v.Replication(); got != membership.DefaultReplication {
+			t.Errorf("%s: View.Replication() = %d, want %d", m.LocalMeta().ID, got, membership.DefaultReplication)
 		}
 	}
 }
@@ -226,6 +233,8 @@ func TestRefusesIncompatibleMembers(t *testing.T) {
 			int64(membership.ProtocolVersion) + 1, int64(membership.ProtocolVersion), []string{"protocol version", "same Locus release"}},
 		{"observer block size", func(m *membership.NodeMeta) { m.Role = membership.RoleObserver; m.BlockSize = 1 << 20 }, "block size",
 			1 << 20, 128 << 20, []string{"1 MiB", "128 MiB"}},
+		{"replication", func(m *membership.NodeMeta) { m.Replication = 1 }, "replication", 1, membership.DefaultReplication,
+			[]string{"replication 1", "cluster's 2", "--replication=2"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -344,6 +353,7 @@ func TestUpdateMeta(t *testing.T) {
 		{"id", func(m *membership.NodeMeta) { m.ID = "z" }, membership.ErrImmutableField},
 		{"role", func(m *membership.NodeMeta) { m.Role = membership.RoleObserver }, membership.ErrImmutableField},
 		{"block size", func(m *membership.NodeMeta) { m.BlockSize = 1 << 20 }, membership.ErrImmutableField},
+		{"replication", func(m *membership.NodeMeta) { m.Replication = 3 }, membership.ErrImmutableField},
 		{"protocol", func(m *membership.NodeMeta) { m.ProtocolVersion = 7 }, membership.ErrImmutableField},
 		{"negative slots", func(m *membership.NodeMeta) { m.Slots = -1 }, membership.ErrInvalidMeta},
 		{"unknown state", func(m *membership.NodeMeta) { m.State = "gone" }, membership.ErrInvalidMeta},

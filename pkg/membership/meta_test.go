@@ -22,6 +22,7 @@ func fullMeta() NodeMeta {
 		CapacityBytes:   512 << 30,
 		State:           StateDraining,
 		BlockSize:       128 << 20,
+		Replication:     2,
 		PageSize:        1 << 20,
 		ProtocolVersion: ProtocolVersion,
 		Role:            RoleCache,
@@ -40,6 +41,7 @@ func maxMeta() NodeMeta {
 		CapacityBytes:   1<<63 - 1,
 		State:           StateDraining,
 		BlockSize:       1 << 62,
+		Replication:     MaxReplication,
 		PageSize:        1 << 62,
 		ProtocolVersion: 1<<32 - 1,
 		Role:            RoleCache,
@@ -60,6 +62,11 @@ func TestMetaValidate(t *testing.T) {
 			m.Role, m.GRPCAddr, m.HTTPAddr, m.BlockSize, m.PageSize = RoleObserver, "", "", 0, 0
 		}},
 		{"page = block", func(m *NodeMeta) { m.PageSize = m.BlockSize }},
+		{"replication 1", func(m *NodeMeta) { m.Replication = 1 }},
+		{"replication at the limit", func(m *NodeMeta) { m.Replication = MaxReplication }},
+		// A cache node of a release that did not announce its replication.
+		{"cache without replication", func(m *NodeMeta) { m.Replication = 0 }},
+		{"observer without replication", func(m *NodeMeta) { m.Role, m.Replication = RoleObserver, 0 }},
 		{"longest fields", func(m *NodeMeta) { *m = maxMeta() }},
 	}
 	for _, tc := range ok {
@@ -98,6 +105,8 @@ func TestMetaValidate(t *testing.T) {
 		{"negative capacity", func(m *NodeMeta) { m.CapacityBytes = -1 }, ErrInvalidMeta},
 		{"negative block size", func(m *NodeMeta) { m.BlockSize = -1 }, ErrInvalidMeta},
 		{"cache without block size", func(m *NodeMeta) { m.BlockSize = 0 }, ErrInvalidMeta},
+		{"negative replication", func(m *NodeMeta) { m.Replication = -1 }, ErrInvalidMeta},
+		{"replication over the limit", func(m *NodeMeta) { m.Replication = MaxReplication + 1 }, ErrInvalidMeta},
 		{"negative page size", func(m *NodeMeta) { m.PageSize = -1 }, ErrInvalidMeta},
 		{"page larger than block", func(m *NodeMeta) { m.PageSize = 2 * m.BlockSize }, ErrInvalidMeta},
 		{"page not dividing block", func(m *NodeMeta) { m.PageSize = 3 << 20 }, ErrInvalidMeta},
@@ -121,10 +130,12 @@ func TestMetaValidate(t *testing.T) {
 
 func TestMetaRoundTrip(t *testing.T) {
 	cases := map[string]NodeMeta{
-		"full":     fullMeta(),
-		"max":      maxMeta(),
-		"minimal":  {ID: "a", GRPCAddr: "h:1", BlockSize: 1, ProtocolVersion: 1, State: StateAlive, Role: RoleCache},
-		"observer": {ID: "sched", Role: RoleObserver, State: StateAlive, ProtocolVersion: 3},
+		"full":                      fullMeta(),
+		"max":                       maxMeta(),
+		"minimal":                   {ID: "a", GRPCAddr: "h:1", BlockSize: 1, ProtocolVersion: 1, State: StateAlive, Role: RoleCache},
+		"observer":                  {ID: "sched", Role: RoleObserver, State: StateAlive, ProtocolVersion: 3},
+		"observer with replication": {ID: "sched", Role: RoleObserver, State: StateAlive, ProtocolVersion: 1, Replication: 3},
+		"replication 1":             {ID: "a", GRPCAddr: "h:1", BlockSize: 1, Replication: 1, ProtocolVersion: 1, State: StateAlive, Role: RoleCache},
 	}
 	for name, m := range cases {
 		b, err := m.MarshalBinary()
@@ -193,6 +204,9 @@ func randomMeta(r *rand.Rand) NodeMeta {
 				m.PageSize = 0
 			}
 		}
+	}
+	if m.Role == RoleCache || r.IntN(2) == 0 {
+		m.Replication = r.IntN(MaxReplication + 1) // 0: an earlier release
 	}
 	if r.IntN(4) == 0 {
 		m.Slots, m.CapacityBytes = 0, 0
@@ -269,6 +283,10 @@ func TestMetaDecodeCorrupt(t *testing.T) {
 		{"state code 2", wire(id, pv, grpc, bs, field(tagState, []byte{2})), ErrCorruptMeta},
 		{"state two bytes", wire(id, pv, grpc, bs, field(tagState, []byte{1, 1})), ErrCorruptMeta},
 		{"role code 9", wire(id, pv, grpc, bs, field(tagRole, []byte{9})), ErrCorruptMeta},
+		{"replication over limit", wire(id, pv, grpc, bs, field(tagReplication, uv(MaxReplication+1))), ErrCorruptMeta},
+		{"replication over int", wire(id, pv, grpc, bs, field(tagReplication, uv(1<<63))), ErrCorruptMeta},
+		{"empty replication", wire(id, pv, grpc, bs, field(tagReplication, nil)), ErrCorruptMeta},
+		{"duplicate replication", wire(id, pv, grpc, bs, field(tagReplication, uv(2)), field(tagReplication, uv(2))), ErrCorruptMeta},
 		{"too long", append(wire(id, pv, grpc, bs), make([]byte, memberlist.MetaMaxSize)...), ErrCorruptMeta},
 		// Well-formed but invalid: ErrInvalidMeta.
 		{"empty id", wire(field(tagID, nil), pv, grpc, bs), ErrInvalidMeta},
@@ -304,6 +322,41 @@ func TestMetaDecodeSkipsUnknownFields(t *testing.T) {
 	}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+// TestMetaReplicationIsBackwardCompatible: Replication travels as a field
+// appended after those of the first release, so a decoder of that release,
+// which skips tags it does not know (TestMetaDecodeSkipsUnknownFields),
+// reads every other field unchanged; and that release's metadata, which has
+// no Replication, decodes here with Replication 0 (not checked by
+// compatible).
+func TestMetaReplicationIsBackwardCompatible(t *testing.T) {
+	with := fullMeta()
+	without := with
+	without.Replication = 0
+	old := must(without.MarshalBinary())
+	cur := must(with.MarshalBinary())
+	if want := append(append([]byte(nil), old...), field(tagReplication, uv(uint64(with.Replication)))...); !bytes.Equal(cur, want) {
+		t.Errorf("encoding with replication:\n got % x\nwant % x (the earlier encoding plus one field)", cur, want)
+	}
+	// An earlier release's encoding (the fields it knew, in its order).
+	earlier := wire(
+		field(tagID, []byte(with.ID)), field(tagRack, []byte(with.Rack)),
+		field(tagGRPCAddr, []byte(with.GRPCAddr)), field(tagHTTPAddr, []byte(with.HTTPAddr)),
+		field(tagSlots, uv(uint64(with.Slots))), field(tagCapacityBytes, uv(uint64(with.CapacityBytes))),
+		field(tagState, []byte{1}), field(tagBlockSize, uv(uint64(with.BlockSize))),
+		field(tagPageSize, uv(uint64(with.PageSize))), field(tagProtocolVersion, uv(uint64(with.ProtocolVersion))),
+	)
+	var got NodeMeta
+	if err := got.UnmarshalBinary(earlier); err != nil {
+		t.Fatalf("decoding an earlier release's metadata: %v", err)
+	}
+	if got != without {
+		t.Errorf("earlier release's metadata:\n got %+v\nwant %+v", got, without)
+	}
+	if err := compatible(with, got, false); err != nil {
+		t.Errorf("a member that announces no replication is refused: %v", err)
 	}
 }
 
@@ -372,7 +425,7 @@ func TestMetaJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"id":"cache-0.locus","rack":"rack-a","grpc_addr":"10.0.0.1:7070","http_addr":"10.0.0.1:7080","slots":16,` +
-		`"capacity_bytes":549755813888,"state":"draining","block_size":134217728,"page_size":1048576,"protocol_version":1,"role":"cache"}`
+		`"capacity_bytes":549755813888,"state":"draining","block_size":134217728,"replication":2,"page_size":1048576,"protocol_version":1,"role":"cache"}`
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}
@@ -406,6 +459,11 @@ func TestCompatible(t *testing.T) {
 		{"observer without block size", nil, func(m *NodeMeta) { m.Role = RoleObserver; m.BlockSize = 0; m.PageSize = 0 }, ""},
 		{"local observer without block size", func(m *NodeMeta) { m.Role = RoleObserver; m.BlockSize = 0; m.PageSize = 0 }, nil, ""},
 		{"observer with other block size", nil, func(m *NodeMeta) { m.Role = RoleObserver; m.BlockSize = 1 << 20; m.PageSize = 0 }, "block size"},
+		{"replication", nil, func(m *NodeMeta) { m.Replication = 1 }, "replication"},
+		{"block size checked before replication", nil, func(m *NodeMeta) { m.Replication = 1; m.BlockSize = 64 << 20; m.PageSize = 0 }, "block size"},
+		{"peer without replication (earlier release)", nil, func(m *NodeMeta) { m.Replication = 0 }, ""},
+		{"observer without replication", nil, func(m *NodeMeta) { m.Role = RoleObserver; m.Replication = 0 }, ""},
+		{"observer with other replication", nil, func(m *NodeMeta) { m.Role = RoleObserver; m.Replication = 3 }, "replication"},
 		{"draining and other capacity are fine", nil, func(m *NodeMeta) { m.State = StateDraining; m.CapacityBytes = 1; m.PageSize = 4096 }, ""},
 	}
 	for _, tc := range tests {
@@ -445,6 +503,16 @@ func TestIncompatibleErrorMessages(t *testing.T) {
 	want = `membership: refusing member "n6": its block size 64 MiB differs from this cluster's 128 MiB`
 	if got := admitting.Error(); got != want {
 		t.Errorf("admitting:\n got %s\nwant %s", got, want)
+	}
+	repl := &IncompatibleError{Field: "replication", Local: 1, Remote: 2, Peer: "n1", Joining: true}
+	want = `membership: this node's replication 1 differs from the cluster's 2 (member "n1"): start this node with --replication=2, the same on every node (it is the preference-list length: nodes that disagree on it disagree on which node caches a block)`
+	if got := repl.Error(); got != want {
+		t.Errorf("replication, joining:\n got %s\nwant %s", got, want)
+	}
+	repl = &IncompatibleError{Field: "replication", Local: 2, Remote: 3, Peer: "n7"}
+	want = `membership: refusing member "n7": its replication 3 differs from this cluster's 2 (start it with --replication=2)`
+	if got := repl.Error(); got != want {
+		t.Errorf("replication, admitting:\n got %s\nwant %s", got, want)
 	}
 	proto := &IncompatibleError{Field: "protocol version", Local: 2, Remote: 1, Peer: "n1", Joining: true}
 	want = `membership: this node's protocol version 2 differs from the cluster's 1 (member "n1"): run the same Locus release on every node`

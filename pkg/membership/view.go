@@ -85,6 +85,25 @@ func (v *View) BlockSize() int64 {
 	return any
 }
 
+// Replication returns the cluster replication (the length of every block's
+// preference list): the Replication of the cache members (they agree;
+// mismatches are refused), else of any member that declared one, else 0
+// (no member declared one: callers use their own setting or
+// DefaultReplication).
+func (v *View) Replication() int {
+	var any int
+	for _, m := range v.Members {
+		if m.Replication == 0 {
+			continue
+		}
+		if !m.IsObserver() {
+			return m.Replication
+		}
+		any = m.Replication
+	}
+	return any
+}
+
 // NewView builds a View from a fixed member list, without gossip: for tests
 // of code that consumes Views (placement, the scheduler's API) and for tools.
 // Members may be in any order; each NodeMeta gets New's defaults and must

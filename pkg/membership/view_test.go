@@ -157,9 +157,12 @@ func TestViewAccessors(t *testing.T) {
 	if v.BlockSize() != DefaultBlockSize || v.Generation != 1 {
 		t.Errorf("BlockSize %d generation %d", v.BlockSize(), v.Generation)
 	}
+	if v.Replication() != DefaultReplication {
+		t.Errorf("Replication %d, want the cache nodes' default %d", v.Replication(), DefaultReplication)
+	}
 	obsOnly, _ := NewView([]Member{member("s", "", StateAlive, RoleObserver)}, ring.Config{})
-	if obsOnly.BlockSize() != 0 || obsOnly.Ring != nil || obsOnly.Epoch != 0 {
-		t.Errorf("observers only: block size %d ring %v epoch %d", obsOnly.BlockSize(), obsOnly.Ring, obsOnly.Epoch)
+	if obsOnly.BlockSize() != 0 || obsOnly.Replication() != 0 || obsOnly.Ring != nil || obsOnly.Epoch != 0 {
+		t.Errorf("observers only: block size %d replication %d ring %v epoch %d", obsOnly.BlockSize(), obsOnly.Replication(), obsOnly.Ring, obsOnly.Epoch)
 	}
 	empty, err := NewView(nil, ring.Config{})
 	if err != nil || empty.Ring != nil || empty.Epoch != 0 || len(empty.Members) != 0 {
@@ -167,6 +170,33 @@ func TestViewAccessors(t *testing.T) {
 	}
 	if _, ok := empty.Member("a"); ok {
 		t.Error("empty view has a member")
+	}
+}
+
+// TestViewReplication: the cache members' replication wins over an
+// observer's; members that declare none are skipped.
+func TestViewReplication(t *testing.T) {
+	withRepl := func(m Member, r int) Member { m.Replication = r; return m }
+	obs := member("s", "", StateAlive, RoleObserver)
+	old := member("a", "", StateAlive, RoleCache)
+	old.Replication = 0 // an earlier release: NewView's defaults would fill it
+	for _, tc := range []struct {
+		name    string
+		members []Member
+		want    int
+	}{
+		{"none", nil, 0},
+		{"cache default", []Member{member("a", "", StateAlive, RoleCache)}, DefaultReplication},
+		{"cache 3", []Member{withRepl(member("b", "", StateAlive, RoleCache), 3)}, 3},
+		{"observer only", []Member{withRepl(obs, 4)}, 4},
+		{"cache over observer", []Member{withRepl(obs, 4), withRepl(member("t", "", StateAlive, RoleCache), 1)}, 1},
+		{"skips undeclared", []Member{old, withRepl(member("b", "", StateAlive, RoleCache), 3)}, 3},
+	} {
+		// Built by hand: NewView fills a cache member's zero replication.
+		v := &View{Members: tc.members}
+		if got := v.Replication(); got != tc.want {
+			t.Errorf("%s: Replication() = %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -22,7 +22,7 @@
 //     the first reachable node of the list with ReadRange{Peer: true,
 //     ExpectedVersion: version}. Consecutive blocks served the same way make
 //     one cache read or one peer stream.
-//  3. If no owner answers (dial failure, UNAVAILABLE, a peer silent for
+//  3. If no node of the list answers (dial failure, UNAVAILABLE, a peer silent for
 //     Config.PeerIdleTimeout, a broken stream), the rest of the block comes
 //     straight from the origin, uncached here (the pages are not ours),
 //     counted as owner_unavailable misses. A peer that fails mid-stream is
@@ -42,6 +42,16 @@
 // (FAILED_PRECONDITION) and the caller starts over. A read whose stat entry
 // is still fresh and whose pages are all cached is served from the old
 // version, consistently, until the entry expires.
+//
+// Replication (default 2, DefaultReplication) is part of the cluster's data
+// layout, like the block size: the node announces it in its gossip metadata
+// and the membership refuses a node whose replication differs from the
+// cluster's (the error names the --replication to use). The scheduler takes
+// the nodes' value for its preference lists, so a task it counts DATA_LOCAL
+// runs on a node of its block's list and reads from that node's own cache.
+// With 2, a block is cached on its owner and the next node of the ring when
+// tasks run on both; when the owner is down, a non-member of the list reads
+// through the second node (a peer hit) instead of the origin.
 //
 // # How bytes are counted
 //

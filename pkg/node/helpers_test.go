@@ -71,11 +71,16 @@ type tcluster struct {
 	nodes []*Node
 	fakes []*fakeMembers
 	extra []membership.Member // members that are not nodes here (dead or fake peers)
+	repl  int                 // the nodes' replication (preference-list length)
 }
 
 type tclusterOpts struct {
-	n        int
-	store    origin.Store
+	n     int
+	store origin.Store
+	// repl is the nodes' replication; 0 = the default (DefaultReplication,
+	// 2). Tests about what happens behind one owner (a dead owner, a
+	// failing peer) set 1: with 2, the second node of a list steps in.
+	repl     int
 	statTTL  time.Duration
 	mutate   func(i int, c *Config)
 	memBytes int64
@@ -110,6 +115,7 @@ func newTCluster(t testing.TB, o tclusterOpts) *tcluster {
 			PeerIdleTimeout: 5 * time.Second,
 			PeerBackoff:     50 * time.Millisecond,
 			DrainTimeout:    5 * time.Second,
+			Replication:     o.repl,
 			Logger:          testLogger(t),
 		}
 		if o.mutate != nil {
@@ -126,6 +132,7 @@ func newTCluster(t testing.TB, o tclusterOpts) *tcluster {
 		if err != nil {
 			t.Fatal(err)
 		}
+		c.repl = n.cfg.Replication
 		c.nodes = append(c.nodes, n)
 		c.fakes = append(c.fakes, f)
 	}
@@ -150,7 +157,7 @@ func (c *tcluster) publish() {
 	for _, n := range c.nodes {
 		ms = append(ms, membership.Member{NodeMeta: membership.NodeMeta{
 			ID: n.ID(), Rack: n.Rack(), GRPCAddr: n.GRPCAddr(), HTTPAddr: n.HTTPAddr(),
-			Slots: 4, BlockSize: tBlock, PageSize: tPage,
+			Slots: 4, BlockSize: tBlock, PageSize: tPage, Replication: n.cfg.Replication,
 		}, GossipAddr: "127.0.0.1:1"})
 	}
 	ms = append(ms, c.extra...)
@@ -167,14 +174,20 @@ func (c *tcluster) publish() {
 // a fake peer server) to everyone's view.
 func (c *tcluster) addMember(id, grpcAddr string) {
 	c.extra = append(c.extra, membership.Member{NodeMeta: membership.NodeMeta{
-		ID: id, Rack: "r1", GRPCAddr: grpcAddr, Slots: 4, BlockSize: tBlock, PageSize: tPage,
+		ID: id, Rack: "r1", GRPCAddr: grpcAddr, Slots: 4, BlockSize: tBlock, PageSize: tPage, Replication: c.repl,
 	}, GossipAddr: "127.0.0.1:1"})
 	c.publish()
 }
 
-// owner returns the id of the owner of block b of uri.
-func (c *tcluster) owner(uri string, b int64) string {
-	return c.nodes[0].View().Ring.Owner(ring.BlockKey(uri, b)).ID
+// prefers reports whether id is in the preference list of block b of uri
+// (its first c.repl owners): the nodes that cache the block.
+func (c *tcluster) prefers(uri string, b int64, id string) bool {
+	for _, o := range c.nodes[0].View().Ring.Owners(ring.BlockKey(uri, b), c.repl) {
+		if o.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // read reads through node i and returns the bytes and summary.
@@ -291,18 +304,20 @@ func startFakePeer(t testing.TB, f *fakePeer) string {
 	return l.Addr().String()
 }
 
-// blocksOf lists the blocks of [off, end) owned by id.
+// blocksOf lists the blocks of [off, end) whose preference list holds id
+// (with replication 1: the blocks id owns).
 func blocksOf(c *tcluster, uri string, off, end int64, id string) []int64 {
 	var bs []int64
 	for b := off / tBlock; b*tBlock < end; b++ {
-		if c.owner(uri, b) == id {
+		if c.prefers(uri, b, id) {
 			bs = append(bs, b)
 		}
 	}
 	return bs
 }
 
-// ownedBytes counts the bytes of [off, end) in blocks owned by id.
+// ownedBytes counts the bytes of [off, end) in blocks whose preference
+// list holds id: those id serves from its own cache.
 func ownedBytes(c *tcluster, uri string, off, end int64, id string) int64 {
 	var n int64
 	for _, b := range blocksOf(c, uri, off, end, id) {

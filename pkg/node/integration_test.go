@@ -139,9 +139,9 @@ func TestVersityOverwrite(t *testing.T) {
 	}
 }
 
-// TestVersityThreeNodes: with three nodes, a read on a node that does not
-// own the block is served through the owner: a miss the first time, a
-// peer hit the second.
+// TestVersityThreeNodes: with three nodes (replication 2, the default), a
+// read on the node outside the block's preference list is served through
+// the owner: a miss the first time, a peer hit the second.
 func TestVersityThreeNodes(t *testing.T) {
 	gw := origintest.StartVersityGW(t)
 	const size = 6 << 20

@@ -15,6 +15,7 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
 	"github.com/locuscache/locus/pkg/cache"
+	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/node"
 	"github.com/locuscache/locus/pkg/node/nodetest"
 	"github.com/locuscache/locus/pkg/origin/origintest"
@@ -138,6 +139,7 @@ func TestConfigErrors(t *testing.T) {
 		"page not dividing":     func(c *node.Config) { c.PageSize = 3 << 10; c.BlockSize = 1 << 20 },
 		"dir without size":      func(c *node.Config) { c.CacheDir = t.TempDir() },
 		"negative replication":  func(c *node.Config) { c.Replication = -1 },
+		"replication over max":  func(c *node.Config) { c.Replication = membership.MaxReplication + 1 },
 		"cert without key":      func(c *node.Config) { c.TLSCertFile = "x" },
 		"ca without cert":       func(c *node.Config) { c.TLSCAFile = "x" },
 		"missing cert":          func(c *node.Config) { c.TLSCertFile, c.TLSKeyFile = "/nope", "/nope" },
@@ -212,5 +214,35 @@ func TestGossipKey(t *testing.T) {
 	}
 	if len(c.Nodes[0].View().Members) != 2 {
 		t.Fatalf("the keyless node got in: %d members", len(c.Nodes[0].View().Members))
+	}
+}
+
+// TestReplicationMismatch: the nodes announce their replication (default
+// 2) in the gossip, and a node started with another --replication is
+// refused, like one with another block size: Start fails at once naming
+// the flag and value to use, and the cluster never lists it.
+func TestReplicationMismatch(t *testing.T) {
+	mem := origintest.NewMemStore()
+	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: mem})
+	if got := c.Nodes[0].View().Replication(); got != node.DefaultReplication {
+		t.Fatalf("View.Replication() = %d, want the nodes' default %d", got, node.DefaultReplication)
+	}
+	cfg := c.Config(t, 1, c.Nodes[0].GossipAddr())
+	cfg.Replication = 1
+	n, err := node.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Abort()
+	began := time.Now()
+	err = n.Start(context.Background())
+	if !errors.Is(err, membership.ErrIncompatible) || !strings.Contains(err.Error(), "--replication=2") {
+		t.Fatalf("Start with replication 1 in a cluster of 2: %v, want ErrIncompatible naming --replication=2", err)
+	}
+	if d := time.Since(began); d > cfg.JoinTimeout/2 {
+		t.Errorf("the refusal took %v: it was retried as if the seed were unreachable", d)
+	}
+	if ms := c.Nodes[0].View().Members; len(ms) != 1 {
+		t.Fatalf("the misfit got in: %d members", len(ms))
 	}
 }

@@ -154,6 +154,7 @@ func New(cfg Config) (_ *Node, err error) {
 				ID: cfg.ID, Rack: cfg.Rack, GRPCAddr: n.grpcAddr, HTTPAddr: n.httpAddr,
 				Slots: cfg.Slots, CapacityBytes: cfg.capacityBytes(), State: membership.StateAlive,
 				BlockSize: cfg.BlockSize, PageSize: int64(cfg.PageSize),
+				Replication: cfg.Replication,
 			},
 			BindAddr:      cfg.GossipAddr,
 			AdvertiseAddr: cfg.GossipAdvertiseAddr,

@@ -107,8 +107,11 @@ func TestStatParquet(t *testing.T) {
 // TestPrefetch: Prefetch through any node loads row-group column chunks
 // and byte ranges into the owners' caches (a non-owner forwards), so a
 // later read misses nothing; a second Prefetch finds everything cached.
+// With replication 1: Prefetch warms one node of each preference list (the
+// receiving node when it is in the list, else the owner), so with 2 a read
+// on the list's other node would miss.
 func TestPrefetch(t *testing.T) {
-	c := newTCluster(t, tclusterOpts{n: 3})
+	c := newTCluster(t, tclusterOpts{n: 3, repl: 1})
 	pq := parquetFile(t, 20000, 4000)
 	uri := "s3://bkt/pre.parquet"
 	c.mem.Put(uri, pq)
@@ -180,9 +183,10 @@ func TestPrefetch(t *testing.T) {
 }
 
 // TestPrefetchOwnerDown: prefetching a block whose owner is unreachable
-// fails with UNAVAILABLE and caches nothing here.
+// fails with UNAVAILABLE and caches nothing here. (Replication 1: the dead
+// member is the only node of its blocks' lists.)
 func TestPrefetchOwnerDown(t *testing.T) {
-	c := newTCluster(t, tclusterOpts{n: 1})
+	c := newTCluster(t, tclusterOpts{n: 1, repl: 1})
 	c.addMember("zz-dead", deadAddr(t))
 	uri := "s3://bkt/pd.bin"
 	const size = 20 * tBlock

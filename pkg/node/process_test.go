@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/locuscache/locus/pkg/membership"
+	"github.com/locuscache/locus/pkg/node"
 	"github.com/locuscache/locus/pkg/node/nodetest"
 	"github.com/locuscache/locus/pkg/origin/origintest"
 	"github.com/locuscache/locus/pkg/readpath"
@@ -58,11 +60,24 @@ func cacheMembers(v *membership.View) int {
 	return n
 }
 
-// TestOwnerKilled runs three cachenode processes; reads on a non-owner are
-// peer hits; after the owner is SIGKILLed they still succeed, from the
-// origin (owner_unavailable) until gossip drops the dead node, then through
-// the new owner.
+// TestOwnerKilled runs three cachenode processes and SIGKILLs the owner of
+// a block while a node outside the block's preference list reads it.
+//
+// With --replication=1 the reads on the non-owner are peer hits; after the
+// kill they still succeed, from the origin (owner_unavailable) until
+// gossip drops the dead node, then through the new owner.
+//
+// With --replication=2 (the default) the reader is the one node outside
+// the list; after the kill it reads through the list's second node at
+// once: no byte is owner_unavailable, and the second read is a peer hit
+// (while the ring still lists the dead owner).
 func TestOwnerKilled(t *testing.T) {
+	for _, repl := range []int{1, 2} {
+		t.Run(fmt.Sprintf("replication=%d", repl), func(t *testing.T) { testOwnerKilled(t, repl) })
+	}
+}
+
+func testOwnerKilled(t *testing.T, repl int) {
 	gw := origintest.StartVersityGW(t)
 	const size = 4 << 20
 	data := randBytes(5, size)
@@ -70,6 +85,9 @@ func TestOwnerKilled(t *testing.T) {
 	uri := gw.URI("kill.bin")
 	bin := nodetest.BuildCachenode(t)
 	args := []string{"--block-size=1MiB", "--page-size=64KiB", "--memory-size=64MiB", "--peer-idle-timeout=2s"}
+	if repl != node.DefaultReplication {
+		args = append(args, fmt.Sprintf("--replication=%d", repl))
+	}
 	procs := map[string]*nodetest.Process{}
 	var seed string
 	for i := range 3 {
@@ -83,10 +101,14 @@ func TestOwnerKilled(t *testing.T) {
 	}
 	obs := observer(t, seed)
 	v := waitView(t, obs, "3 cache members", func(v *membership.View) bool { return cacheMembers(v) == 3 })
-	owner := procs[v.Ring.Owner(ring.BlockKey(uri, 0)).ID]
+	if got := v.Replication(); got != repl {
+		t.Fatalf("the nodes announce replication %d, want %d", got, repl)
+	}
+	list := v.Ring.Owners(ring.BlockKey(uri, 0), repl)
+	owner := procs[list[0].ID]
 	var reader *nodetest.Process
 	for _, p := range procs {
-		if p != owner {
+		if !slices.ContainsFunc(list, func(n ring.Node) bool { return n.ID == p.ID }) {
 			reader = p
 		}
 	}
@@ -113,10 +135,22 @@ func TestOwnerKilled(t *testing.T) {
 	if !bytes.Equal(got, data[:length]) {
 		t.Fatal("read after the kill: bytes differ")
 	}
-	if after == before && s.Misses[readpath.OwnerUnavailable].Bytes != length {
+	switch {
+	case repl == 1 && after == before && s.Misses[readpath.OwnerUnavailable].Bytes != length:
 		t.Fatalf("read right after the kill, ring unchanged: %+v, want owner_unavailable misses", s)
+	case repl > 1 && s.Misses[readpath.OwnerUnavailable].Bytes != 0:
+		t.Fatalf("read right after the kill: %+v, want no owner_unavailable miss (the list's second node serves)", s)
 	}
 	t.Logf("read right after the kill: %+v (ring changed meanwhile: %v)", s, after != before)
+	if repl > 1 {
+		got, s = rangeRead(t, cl, uri, 0, length)
+		if !bytes.Equal(got, data[:length]) || s.Misses[readpath.OwnerUnavailable].Bytes != 0 {
+			t.Fatalf("second read after the kill: %+v", s)
+		}
+		if ping() == before && s.PeerHitBytes != length {
+			t.Fatalf("second read after the kill, ring unchanged: %+v, want a peer hit from %s", s, list[1].ID)
+		}
+	}
 	// Keep reading while gossip notices; every read succeeds.
 	start := time.Now()
 	for ping() == before {

@@ -71,11 +71,19 @@ func TestReadSingleNode(t *testing.T) {
 	}
 }
 
-// TestReadThreeNodes: a read on any node serves the blocks it owns locally
-// and the others through their owners; the second read is all hits, split
-// between local and peer exactly as the ring says.
+// TestReadThreeNodes: a read on any node serves the blocks whose preference
+// list holds it (the blocks it owns, with replication 1) locally and the
+// others through their lists; the second read is all hits, split between
+// local and peer exactly as the ring says, and the pages are cached on the
+// nodes of their lists only. Run with replication 1 and 2 (the default).
 func TestReadThreeNodes(t *testing.T) {
-	c := newTCluster(t, tclusterOpts{n: 3})
+	for _, repl := range []int{1, 2} {
+		t.Run(fmt.Sprintf("replication=%d", repl), func(t *testing.T) { testReadThreeNodes(t, repl) })
+	}
+}
+
+func testReadThreeNodes(t *testing.T, repl int) {
+	c := newTCluster(t, tclusterOpts{n: 3, repl: repl})
 	const size = 1<<20 + 12345
 	data := randBytes(2, size)
 	uri := "s3://bkt/three"
@@ -102,16 +110,34 @@ func TestReadThreeNodes(t *testing.T) {
 				if s.LocalHitBytes != local || s.PeerHitBytes != end-tc.off-local || s.OriginBytes != 0 {
 					t.Fatalf("warm read summary %+v, want local %d peer %d", s, local, end-tc.off-local)
 				}
-				// The pages live on their owners only.
+				// Each block is cached on one node of its list: the reader
+				// when it is in the list, else the first node (its owner).
 				for _, m := range c.nodes {
-					want := ownedBytes(c, uri, tc.off, end, m.ID())
+					want := cachedOn(c, uri, tc.off, end, n.ID(), m.ID())
 					if used := m.CacheStats().UsedBytes; (want == 0) != (used == 0) {
-						t.Errorf("%s caches %d bytes, owns %d of the range", m.ID(), used, want)
+						t.Errorf("%s caches %d bytes, should cache %d of the range", m.ID(), used, want)
 					}
 				}
 			})
 		}
 	}
+}
+
+// cachedOn counts the bytes of [off, end) that a read on reader caches on
+// node id: blocks whose list holds the reader are cached by the reader,
+// the others by the first node of their list.
+func cachedOn(c *tcluster, uri string, off, end int64, reader, id string) int64 {
+	var n int64
+	for b := off / tBlock; b*tBlock < end; b++ {
+		by := reader
+		if !c.prefers(uri, b, reader) {
+			by = c.nodes[0].View().Ring.Owner(ringKey(uri, b)).ID
+		}
+		if by == id {
+			n += min(end, (b+1)*tBlock) - max(off, b*tBlock)
+		}
+	}
+	return n
 }
 
 // TestPeerReadNeverForwards: a read marked Peer is served from the
@@ -138,9 +164,11 @@ func TestPeerReadNeverForwards(t *testing.T) {
 }
 
 // TestOwnerDown: blocks owned by a member nobody can reach come from the
-// origin, counted as owner_unavailable, and are not cached here.
+// origin, counted as owner_unavailable, and are not cached here. With
+// replication 1: with 2 the second node of the list serves them
+// (TestReplication).
 func TestOwnerDown(t *testing.T) {
-	c := newTCluster(t, tclusterOpts{n: 2})
+	c := newTCluster(t, tclusterOpts{n: 2, repl: 1})
 	c.addMember("zz-dead", deadAddr(t))
 	const size = 20 * tBlock
 	data := randBytes(4, size)
@@ -199,7 +227,8 @@ func chunkPeer(data []byte, after int, fail error, hang bool, badOffset bool) *f
 
 // TestPeerFailures: a peer that fails mid-stream, breaks the protocol, or
 // stops sending: the read continues from the byte reached, from the
-// origin, and returns exactly the object's bytes.
+// origin, and returns exactly the object's bytes. With replication 1, so
+// the fake peer is the only node of its blocks' lists.
 func TestPeerFailures(t *testing.T) {
 	const size = 12 * tBlock
 	data := randBytes(5, size)
@@ -216,7 +245,7 @@ func TestPeerFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newTCluster(t, tclusterOpts{n: 1, mutate: func(_ int, cfg *Config) { cfg.PeerIdleTimeout = 300 * time.Millisecond }})
+			c := newTCluster(t, tclusterOpts{n: 1, repl: 1, mutate: func(_ int, cfg *Config) { cfg.PeerIdleTimeout = 300 * time.Millisecond }})
 			c.addMember("zz-fake", startFakePeer(t, tc.peer))
 			uri := "s3://bkt/fail"
 			c.mem.Put(uri, data)
@@ -408,7 +437,7 @@ func newMemRouter(t testing.TB, files *origin.FileStore) memRouter {
 // through the first reachable node of their list: a dead first owner is
 // skipped for the second, so no byte comes uncached from the origin.
 func TestReplication(t *testing.T) {
-	c := newTCluster(t, tclusterOpts{n: 2, mutate: func(_ int, cfg *Config) { cfg.Replication = 2 }})
+	c := newTCluster(t, tclusterOpts{n: 2, repl: 2})
 	c.addMember("zz-dead", deadAddr(t))
 	const size = 24 * tBlock
 	data := randBytes(9, size)
@@ -440,9 +469,10 @@ func TestReplication(t *testing.T) {
 }
 
 // TestPeerPoolPrune: connections to addresses no member uses any more are
-// closed when the view changes.
+// closed when the view changes. (Replication 1: every block of the other
+// two members is read through them.)
 func TestPeerPoolPrune(t *testing.T) {
-	c := newTCluster(t, tclusterOpts{n: 2})
+	c := newTCluster(t, tclusterOpts{n: 2, repl: 1})
 	extra := startFakePeer(t, chunkPeer(nil, 0, nil, false, false))
 	c.addMember("zz-extra", extra)
 	uri := "s3://bkt/prune.bin"
@@ -463,9 +493,9 @@ func TestPeerPoolPrune(t *testing.T) {
 
 // TestPeerBackoff: a peer that cannot be reached is skipped for a while;
 // one whose handler answered with an error (its origin failing, say) is
-// not.
+// not. (Replication 1: each fake member is its blocks' only node.)
 func TestPeerBackoff(t *testing.T) {
-	c := newTCluster(t, tclusterOpts{n: 1, mutate: func(_ int, cfg *Config) { cfg.PeerBackoff = time.Hour }})
+	c := newTCluster(t, tclusterOpts{n: 1, repl: 1, mutate: func(_ int, cfg *Config) { cfg.PeerBackoff = time.Hour }})
 	answering := startFakePeer(t, chunkPeer(nil, 0, status.Error(codes.Unavailable, "origin down over there"), false, false))
 	dead := deadAddr(t)
 	c.addMember("zz-answering", answering)

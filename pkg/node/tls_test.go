@@ -48,7 +48,9 @@ func TestMTLS(t *testing.T) {
 	data := randBytes(7, size)
 	uri := "s3://bucket/tls.bin"
 	mem.Put(uri, data)
-	c := nodetest.Start(t, nodetest.Options{N: 2, Origin: mem, TLS: files, MTLS: true})
+	// Replication 1, so that one of the two nodes is outside the block's
+	// preference list and reads it through the other.
+	c := nodetest.Start(t, nodetest.Options{N: 2, Origin: mem, TLS: files, MTLS: true, Replication: 1})
 
 	// A good client reads; the second read on a non-owner is a peer hit,
 	// so the node-to-node stream works over mTLS.

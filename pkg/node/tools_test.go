@@ -93,7 +93,9 @@ func TestPromtoolMetrics(t *testing.T) {
 	const size = 4 << 20
 	uri := "s3://bucket/metrics.bin"
 	mem.Put(uri, randBytes(8, size))
-	c := nodetest.Start(t, nodetest.Options{N: 2, Origin: mem})
+	// Replication 1: each node reads the other's blocks through it, so the
+	// scrape has local, peer and origin bytes.
+	c := nodetest.Start(t, nodetest.Options{N: 2, Origin: mem, Replication: 1})
 	for i := range c.Nodes {
 		cl := c.Client(t, i)
 		rangeRead(t, cl, uri, 0, size)

@@ -16,11 +16,13 @@ import (
 // Defaults for the zero fields of Config (DESIGN.md fixes the addresses and
 // the locality wait).
 const (
-	DefaultHTTPAddr      = "127.0.0.1:8080"
-	DefaultGRPCAddr      = "127.0.0.1:7071"
-	DefaultGossipAddr    = membership.DefaultBindAddr // 127.0.0.1:7946
-	DefaultLocalityWait  = 3 * time.Second
-	DefaultReplication   = 1
+	DefaultHTTPAddr     = "127.0.0.1:8080"
+	DefaultGRPCAddr     = "127.0.0.1:7071"
+	DefaultGossipAddr   = membership.DefaultBindAddr // 127.0.0.1:7946
+	DefaultLocalityWait = 3 * time.Second
+	// DefaultReplication is the replication placement uses while no cache
+	// node announces one (see Config.Replication): the nodes' default.
+	DefaultReplication   = membership.DefaultReplication
 	DefaultMaxQueueWait  = 30 * time.Second
 	DefaultMaxWait       = 10 * time.Minute
 	DefaultMaxBatchTasks = 100000
@@ -115,10 +117,17 @@ type Config struct {
 	// another, placement answers ErrUnavailable rather than computing
 	// wrong keys. Etcd's cluster config overrides it.
 	BlockSize int64
-	// Replication is the length of a split's preference list (default 1):
-	// a task on any node of it is DATA_LOCAL. It must equal the cache
-	// nodes' --replication. At most placement.MaxPrefer. Etcd's cluster
-	// config overrides it.
+	// Replication is the length of a split's preference list: a task on
+	// any node of it is DATA_LOCAL. It belongs to the cache nodes: they
+	// announce theirs in the gossip (all the same: the membership refuses a
+	// node that differs), since a node serves a block from its own cache
+	// only when it is in the block's list, and the scheduler must count
+	// DATA_LOCAL exactly the tasks that read their node's cache. So 0 (the
+	// default) takes the nodes' (View.Replication), DefaultReplication (2)
+	// while no cache node is known; and a value set here (or in etcd's
+	// cluster config, which overrides it) that differs from the nodes' is
+	// logged as a warning and the NODES' value is used for placement.
+	// 0..placement.MaxPrefer.
 	Replication int
 	// LocalityWait is how long a task waits for a data-local slot before
 	// stepping down to rack-local, and as long again before any node
@@ -224,9 +233,6 @@ func (c *Config) validate() error {
 	defDur(&c.Etcd.SessionTTL, DefaultEtcdSessionTTL)
 	defDur(&c.Etcd.DialTimeout, DefaultEtcdDialTimeout)
 	defDur(&c.Etcd.OpTimeout, DefaultEtcdOpTimeout)
-	if c.Replication == 0 {
-		c.Replication = DefaultReplication
-	}
 	if c.MaxBatchTasks == 0 {
 		c.MaxBatchTasks = DefaultMaxBatchTasks
 	}
@@ -245,8 +251,8 @@ func (c *Config) validate() error {
 	switch {
 	case c.BlockSize < 0:
 		return fmt.Errorf("%w: block size %d < 0", ErrInvalidConfig, c.BlockSize)
-	case c.Replication < 1 || c.Replication > placement.MaxPrefer:
-		return fmt.Errorf("%w: replication %d outside [1, %d]", ErrInvalidConfig, c.Replication, placement.MaxPrefer)
+	case c.Replication < 0 || c.Replication > placement.MaxPrefer:
+		return fmt.Errorf("%w: replication %d outside [0, %d] (0: the cache nodes')", ErrInvalidConfig, c.Replication, placement.MaxPrefer)
 	case c.LocalityWait < 0 && c.LocalityWait != NoLocalityWait:
 		return fmt.Errorf("%w: locality wait %v < 0 (use NoLocalityWait for none)", ErrInvalidConfig, c.LocalityWait)
 	case c.MaxQueueWait < 0 || c.MaxWait < 0 || c.JoinTimeout < 0:
@@ -292,7 +298,9 @@ func sanitizeID(s string) string {
 type Settings struct {
 	// BlockSize in bytes; 0 = the cache nodes'.
 	BlockSize int64 `json:"block_size,omitempty"`
-	// Replication: preference list length.
+	// Replication: the configured preference list length; 0 = the cache
+	// nodes'. Placement uses the nodes' whenever they announce one (see
+	// Config.Replication and Scheduler.Replication).
 	Replication int `json:"replication,omitempty"`
 	// LocalityWait: default wait per locality level; NoLocalityWait = none.
 	LocalityWait time.Duration `json:"-"`

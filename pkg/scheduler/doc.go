@@ -8,7 +8,8 @@
 // A query engine asks where a task over a split (URI, offset, length)
 // should run. The scheduler computes the split's placement key
 // (ring.PlacementKey with the cluster block size) and its preference list
-// (the first Replication owners on the current ring, ring.Owners), and
+// (the first R owners on the current ring, ring.Owners, R the cluster
+// replication), and
 // hands the task to the placer, which answers with a cache node:
 // DATA_LOCAL on a node of the list, RACK_LOCAL on another node of the
 // owner's rack, OTHER_LOCAL elsewhere (see pkg/placement for the ladder
@@ -40,8 +41,20 @@
 // (see below). The block size may be left 0: the scheduler then uses the
 // cache nodes' (View.BlockSize; 128 MiB while none is known). When set, it
 // must equal theirs, or placement answers 503 naming the flag to fix,
-// rather than computing keys the nodes do not own. Replication must equal
-// the cache nodes' --replication.
+// rather than computing keys the nodes do not own.
+//
+// The replication (the preference-list length) belongs to the cache nodes:
+// each announces its --replication (default 2) in the gossip and the
+// membership refuses a node whose value differs from the cluster's. A node
+// serves a block from its own cache only when it is in the block's list of
+// that length, so a scheduler that used another length would count as
+// DATA_LOCAL tasks that in fact read through a peer. Placement therefore
+// always uses the NODES' value (View.Replication; DefaultReplication, 2,
+// while no cache node is known). --replication defaults to 0, "take the
+// nodes'"; a value set there or in etcd's cluster config that differs
+// from the nodes' is logged as a warning (once, and again when either
+// value changes) and ignored for placement. GET /v1/ring reports the
+// replication in use.
 //
 // # The calls
 //

@@ -139,9 +139,10 @@ func TestPlaceCompleteCounters(t *testing.T) {
 }
 
 // TestQueuedUntilComplete: a task waiting for its owner's only slot gets
-// it as soon as the running task completes, DATA_LOCAL.
+// it as soon as the running task completes, DATA_LOCAL. (Owner-only
+// preference lists: the nodes announce replication 1.)
 func TestQueuedUntilComplete(t *testing.T) {
-	views := schedulertest.NewViews(t, schedulertest.Node("n1", "r1", 1), schedulertest.Node("n2", "r2", 1))
+	views := schedulertest.NewViews(t, schedulertest.OwnerOnly(schedulertest.Node("n1", "r1", 1), schedulertest.Node("n2", "r2", 1))...)
 	_, c := startWith(t, views, nil)
 	ctx := context.Background()
 	uris := ownedBy(t, views.View(), "n1", 2)
@@ -189,9 +190,10 @@ func TestQueuedUntilComplete(t *testing.T) {
 
 // TestLocalityLadder: a task whose owner is busy steps down to its
 // owner's rack after its wait, and to another rack after twice its wait.
+// (Owner-only preference lists: the nodes announce replication 1.)
 func TestLocalityLadder(t *testing.T) {
-	views := schedulertest.NewViews(t,
-		schedulertest.Node("n1", "r1", 1), schedulertest.Node("n2", "r1", 1), schedulertest.Node("n3", "r2", 1))
+	views := schedulertest.NewViews(t, schedulertest.OwnerOnly(
+		schedulertest.Node("n1", "r1", 1), schedulertest.Node("n2", "r1", 1), schedulertest.Node("n3", "r2", 1))...)
 	_, c := startWith(t, views, nil)
 	ctx := context.Background()
 	uris := ownedBy(t, views.View(), "n1", 3)
@@ -300,7 +302,8 @@ func TestBatchDeferral(t *testing.T) {
 		}
 	})
 	t.Run("free slots off the owner: wait for the ladder", func(t *testing.T) {
-		views := schedulertest.NewViews(t, schedulertest.Node("n1", "r1", 1), schedulertest.Node("n2", "r1", 1))
+		// Owner-only lists (replication 1): n2 is off the owner.
+		views := schedulertest.NewViews(t, schedulertest.OwnerOnly(schedulertest.Node("n1", "r1", 1), schedulertest.Node("n2", "r1", 1))...)
 		_, c := startWith(t, views, nil)
 		uris := ownedBy(t, views.View(), "n1", 2)
 		start := time.Now()

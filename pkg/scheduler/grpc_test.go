@@ -86,7 +86,7 @@ func TestGRPC(t *testing.T) {
 		t.Errorf("unknown job counters: %v", err)
 	}
 	rr, err := c.Ring(ctx, &schedulerv1.RingRequest{})
-	if err != nil || len(rr.Members) != 3 || rr.Replication != 1 || rr.Epoch == 0 {
+	if err != nil || len(rr.Members) != 3 || rr.Replication != 2 || rr.Epoch == 0 {
 		t.Fatalf("ring %v %v", rr, err)
 	}
 	used := int32(0)

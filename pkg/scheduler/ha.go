@@ -108,7 +108,9 @@ func newHA(ctx context.Context, s *Scheduler) (*ha, error) {
 }
 
 // ClusterConfig is the JSON document at <prefix>config. Present fields
-// override the scheduler's flags; absent ones leave them.
+// override the scheduler's flags; absent ones leave them. Replication, like
+// the flag, only checks the cache nodes': placement uses theirs and a
+// different value is logged as a warning (Config.Replication).
 type ClusterConfig struct {
 	BlockSize   *int64 `json:"block_size,omitempty"`
 	Replication *int   `json:"replication,omitempty"`
@@ -157,9 +159,12 @@ func configOf(st Settings) ClusterConfig {
 		w = 0
 	}
 	ws := w.String()
-	cc := ClusterConfig{Replication: &st.Replication, LocalityWait: &ws}
+	cc := ClusterConfig{LocalityWait: &ws}
 	if st.BlockSize > 0 {
 		cc.BlockSize = &st.BlockSize
+	}
+	if st.Replication > 0 {
+		cc.Replication = &st.Replication
 	}
 	return cc
 }
@@ -172,6 +177,9 @@ func (h *ha) applyConfig(raw []byte) error {
 	old := h.s.settings.Swap(&st)
 	if old == nil || *old != st {
 		h.s.log.Info("scheduler: cluster config from etcd", "block_size", st.BlockSize, "replication", st.Replication, "locality_wait", st.LocalityWait)
+	}
+	if h.s.mem != nil { // nil while Start reads the config, before the gossip
+		h.s.checkReplication(h.s.mem.View(), &st)
 	}
 	return nil
 }

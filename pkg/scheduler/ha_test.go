@@ -191,7 +191,8 @@ func sameCounters(a, b scheduler.JobCounters, failover bool) bool {
 // TestHAForwardAndConfig: a follower with Forward proxies mutating calls
 // to the leader; the cluster config in etcd (written by the first leader
 // from its flags) overrides the flags of every scheduler and changes
-// apply live.
+// apply live. A replication there that differs from the cache nodes' is
+// not used for placement: the nodes' is.
 func TestHAForwardAndConfig(t *testing.T) {
 	e := schedulertest.StartEtcd(t)
 	views := threeNodes(t)
@@ -199,6 +200,7 @@ func TestHAForwardAndConfig(t *testing.T) {
 		cfg.Etcd.Forward = true
 		if i == 0 {
 			cfg.LocalityWait = 1500 * time.Millisecond
+			cfg.Replication = 1 // differs from the nodes' 2
 		} else {
 			cfg.LocalityWait = 7 * time.Second // overridden by etcd
 			cfg.Replication = 3
@@ -222,17 +224,25 @@ func TestHAForwardAndConfig(t *testing.T) {
 	if st := ss[1].Settings(); st.Replication != 1 || st.LocalityWait != 1500*time.Millisecond {
 		t.Errorf("follower settings %+v, want etcd's replication 1, wait 1.5s", st)
 	}
+	for i, s := range ss {
+		if r, rr := s.Replication(), s.Ring().Replication; r != 2 || rr != 2 {
+			t.Errorf("scheduler %d places with replication %d (ring says %d), want the nodes' 2 over etcd's 1", i, r, rr)
+		}
+	}
 	cli := e.Client(t)
-	if _, err := cli.Put(ctx, "/"+t.Name()+"/config", `{"replication":2,"locality_wait":"0s"}`); err != nil {
+	if _, err := cli.Put(ctx, "/"+t.Name()+"/config", `{"replication":3,"locality_wait":"0s"}`); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for _, s := range ss {
-		for st := s.Settings(); st.Replication != 2 || st.LocalityWait != scheduler.NoLocalityWait; st = s.Settings() {
+		for st := s.Settings(); st.Replication != 3 || st.LocalityWait != scheduler.NoLocalityWait; st = s.Settings() {
 			if time.Now().After(deadline) {
-				t.Fatalf("settings %+v, want replication 2 and no wait", st)
+				t.Fatalf("settings %+v, want replication 3 and no wait", st)
 			}
 			time.Sleep(10 * time.Millisecond)
+		}
+		if r := s.Replication(); r != 2 {
+			t.Errorf("placing with replication %d after etcd said 3, want the nodes' 2", r)
 		}
 	}
 	// An invalid config is ignored.
@@ -240,7 +250,7 @@ func TestHAForwardAndConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	if st := ss[0].Settings(); st.Replication != 2 {
+	if st := ss[0].Settings(); st.Replication != 3 {
 		t.Errorf("invalid config applied: %+v", st)
 	}
 }

@@ -120,8 +120,9 @@ func (s *Scheduler) start(ctx context.Context) (err error) {
 	}
 	s.ready.Store(true)
 	st := s.Settings()
+	s.checkReplication(s.mem.View(), &st)
 	s.log.Info("scheduler: serving", "http", s.httpAdv, "grpc", s.grpcAdv, "standalone", s.ha == nil,
-		"block_size", st.BlockSize, "replication", st.Replication, "locality_wait", st.LocalityWait)
+		"block_size", st.BlockSize, "replication", s.Replication(), "replication_configured", st.Replication, "locality_wait", st.LocalityWait)
 	return nil
 }
 

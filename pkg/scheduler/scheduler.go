@@ -32,6 +32,9 @@ type Scheduler struct {
 	limits  struct{ single, batch int64 }
 
 	settings atomic.Pointer[Settings]
+	// replWarned is the last (configured, nodes') replication mismatch
+	// logged, packed as configured<<32 | nodes', so each is logged once.
+	replWarned atomic.Uint64
 	// info maps node ids to their addresses and rack, from the last View
 	// applied; replaced whole (never modified), read without a lock.
 	info atomic.Pointer[map[string]membership.Member]
@@ -195,13 +198,13 @@ func (s *Scheduler) Ready() (bool, string) {
 // Placement calls.
 
 // prefer computes the preference list of a split on view: ring.PlacementKey
-// with the cluster block size, then the first Replication owners.
-func (s *Scheduler) prefer(view *membership.View, st *Settings, bs int64, sp *Split, buf []ring.Node, ids []string) ([]string, []ring.Node, error) {
+// with the cluster block size, then the first repl owners.
+func (s *Scheduler) prefer(view *membership.View, repl int, bs int64, sp *Split, buf []ring.Node, ids []string) ([]string, []ring.Node, error) {
 	key, err := ring.PlacementKey(sp.URI, sp.Offset, sp.Length, bs)
 	if err != nil {
 		return ids, buf, badRequest("split: %v", err)
 	}
-	buf = view.Ring.AppendOwners(buf[:0], key, st.Replication)
+	buf = view.Ring.AppendOwners(buf[:0], key, repl)
 	for _, n := range buf {
 		ids = append(ids, n.ID)
 	}
@@ -226,22 +229,70 @@ func (s *Scheduler) blockSize(view *membership.View, st *Settings) (int64, error
 	return membership.DefaultBlockSize, nil
 }
 
-// viewForPlacement returns the View, its block size, and ErrNoNode when no
-// cache node is in it.
-func (s *Scheduler) viewForPlacement() (*membership.View, *Settings, int64, error) {
+// replicationOf is the replication placement uses on view: the cache
+// nodes' (View.Replication), whatever st says; st's while no cache node
+// announces one; else DefaultReplication. The second result is the
+// configured value when it differs from the nodes' (0 when it does not).
+func replicationOf(view *membership.View, st *Settings) (repl, mismatch int) {
+	nodes := min(view.Replication(), placement.MaxPrefer)
+	switch {
+	case nodes > 0:
+		if st.Replication > 0 && st.Replication != nodes {
+			mismatch = st.Replication
+		}
+		return nodes, mismatch
+	case st.Replication > 0:
+		return st.Replication, 0
+	}
+	return DefaultReplication, 0
+}
+
+// Replication returns the replication (preference-list length) placement
+// uses now: the cache nodes', whatever the flags or etcd say (see
+// Config.Replication).
+func (s *Scheduler) Replication() int {
 	if s.mem == nil {
-		return nil, nil, 0, fmt.Errorf("%w: not started", ErrUnavailable)
+		r, _ := replicationOf(&membership.View{}, s.settings.Load())
+		return r
+	}
+	r, _ := replicationOf(s.mem.View(), s.settings.Load())
+	return r
+}
+
+// checkReplication logs that the configured replication differs from the
+// cache nodes' and that theirs is used: once, and again when either value
+// changes. It is called when a View or the settings change, not per
+// placement.
+func (s *Scheduler) checkReplication(view *membership.View, st *Settings) {
+	repl, configured := replicationOf(view, st)
+	if configured == 0 {
+		return
+	}
+	pair := uint64(configured)<<32 | uint64(repl)
+	if s.replWarned.Swap(pair) == pair {
+		return
+	}
+	s.log.Warn("scheduler: the configured replication differs from the cache nodes'; placing with the nodes' (a node serves a block from its own cache only when it is in the block's list of that length): drop --replication, or the replication in etcd's cluster config, or make it equal",
+		"configured", configured, "nodes", repl)
+}
+
+// viewForPlacement returns the View, the replication and block size to
+// place with, and ErrNoNode when no cache node is in it.
+func (s *Scheduler) viewForPlacement() (*membership.View, *Settings, int, int64, error) {
+	if s.mem == nil {
+		return nil, nil, 0, 0, fmt.Errorf("%w: not started", ErrUnavailable)
 	}
 	view := s.mem.View()
 	st := s.settings.Load()
 	if view.Ring == nil {
-		return nil, nil, 0, fmt.Errorf("%w: no cache node in the cluster", ErrNoNode)
+		return nil, nil, 0, 0, fmt.Errorf("%w: no cache node in the cluster", ErrNoNode)
 	}
 	bs, err := s.blockSize(view, st)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, 0, err
 	}
-	return view, st, bs, nil
+	repl, _ := replicationOf(view, st)
+	return view, st, repl, bs, nil
 }
 
 // leaderLocked returns nil when this scheduler may place now (mu held).
@@ -298,13 +349,13 @@ func (s *Scheduler) Place(ctx context.Context, req PlaceRequest) (Placement, err
 	if err := req.Validate(s.cfg.MaxWait); err != nil {
 		return Placement{}, err
 	}
-	view, st, bs, err := s.viewForPlacement()
+	view, st, repl, bs, err := s.viewForPlacement()
 	if err != nil {
 		return Placement{}, err
 	}
 	var nbuf [placement.MaxPrefer]ring.Node
 	var ibuf [placement.MaxPrefer]string
-	ids, _, err := s.prefer(view, st, bs, &req.Split, nbuf[:0], ibuf[:0])
+	ids, _, err := s.prefer(view, repl, bs, &req.Split, nbuf[:0], ibuf[:0])
 	if err != nil {
 		return Placement{}, err
 	}
@@ -432,18 +483,18 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req PlaceBatchRequest) (Plac
 	if err := req.Validate(s.cfg.MaxWait, s.cfg.MaxBatchTasks); err != nil {
 		return PlaceBatchResponse{}, err
 	}
-	view, st, bs, err := s.viewForPlacement()
+	view, st, repl, bs, err := s.viewForPlacement()
 	if err != nil {
 		return PlaceBatchResponse{}, err
 	}
 	n := len(req.Tasks)
 	tasks := make([]placement.Task, n)
-	ids := make([]string, 0, n*min(st.Replication, len(view.Members)))
+	ids := make([]string, 0, n*min(repl, len(view.Members)))
 	var nbuf [placement.MaxPrefer]ring.Node
 	wait := st.wait(req.WaitMS)
 	for i := range req.Tasks {
 		start := len(ids)
-		if ids, _, err = s.prefer(view, st, bs, &req.Tasks[i].Split, nbuf[:0], ids); err != nil {
+		if ids, _, err = s.prefer(view, repl, bs, &req.Tasks[i].Split, nbuf[:0], ids); err != nil {
 			return PlaceBatchResponse{}, badRequest("tasks[%d] (%q): %v", i, req.Tasks[i].Task, stripBad(err))
 		}
 		tasks[i] = placement.Task{Job: req.Job, ID: req.Tasks[i].Task, Prefer: ids[start:len(ids):len(ids)], Wait: wait}
@@ -724,11 +775,12 @@ func (s *Scheduler) Lost(job string) []LostTask {
 	return out
 }
 
-// Ring returns the members the scheduler sees, with slot usage.
+// Ring returns the members the scheduler sees, with slot usage, and the
+// settings placement uses (the replication in use: the cache nodes').
 func (s *Scheduler) Ring() RingStatus {
 	st := s.settings.Load()
 	out := RingStatus{
-		Replication: st.Replication,
+		Replication: s.Replication(),
 		Scheduler:   s.cfg.NodeID,
 		Leader:      s.IsLeader(),
 		Standalone:  s.ha == nil,
@@ -997,6 +1049,7 @@ func (s *Scheduler) applyView(v *membership.View) {
 		}
 	}
 	s.info.Store(&info)
+	s.checkReplication(v, s.settings.Load())
 
 	nodes, alive := nodesOf(v)
 	s.mu.Lock()

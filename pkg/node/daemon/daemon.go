@@ -102,7 +102,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.Var(units.Flag(&o.blockSize), "block-size", "cluster block size, the unit of ring ownership; must be the same on every node (default 128MiB)")
 	fs.Var(units.Flag(&o.pageSize), "page-size", "cache page size; must divide --block-size (default 1MiB)")
 	fs.IntVar(&o.slots, "slots", node.DefaultSlots, "executor slots announced to the scheduler")
-	fs.IntVar(&o.replication, "replication", node.DefaultReplication, "nodes per block's preference list that serve it from their own cache")
+	fs.IntVar(&o.replication, "replication", node.DefaultReplication, "cluster replication: the nodes of a block's preference list, which cache it and where its tasks count as DATA_LOCAL; must be the same on every node (a node that differs is refused) and the scheduler takes it from the nodes")
 	fs.StringVar(&o.cachePolicy, "cache-policy", "", "cache eviction policy: locus or lru (default locus)")
 	fs.BoolVar(&o.sizer, "cache-sizing", true, "estimate the hit ratio at other cache sizes (locus_cache_estimated_hit_ratio)")
 	fs.StringVar(&o.s3Endpoint, "origin-s3-endpoint", "", "S3 endpoint URL for S3-compatible stores, e.g. http://127.0.0.1:7070 (default: AWS)")

@@ -16,6 +16,7 @@
 //	cl := c.Client(t, 0)              // a cachev1.CacheServiceClient for node 0
 //	url := c.HTTPURL(1) + "/" + gw.Bucket + "/key"   // node 1's S3 gateway
 //	owner := c.Owner(gw.URI("key"), 0) // the node owning the block at offset 0
+//	other := c.NonOwner(gw.URI("key"), 0) // a node outside that block's preference list
 package nodetest
 
 import (
@@ -26,6 +27,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -79,8 +81,11 @@ type Options struct {
 	// CacheDir(i) (a fresh temporary directory per node, or Dirs[i]).
 	CacheBytes int64
 	Dirs       []string
-	// Replication (default 1), StatTTL (default 200ms: tests see
-	// overwrites quickly), Racks (node i gets Racks[i % len]).
+	// Replication (default node.DefaultReplication, 2: the first two
+	// owners of a block serve it from their caches), StatTTL (default
+	// 200ms: tests see overwrites quickly), Racks (node i gets
+	// Racks[i % len]). Tests of what happens behind a single owner (a
+	// killed owner's blocks come from the origin) set Replication 1.
 	Replication int
 	StatTTL     time.Duration
 	Racks       []string
@@ -276,12 +281,34 @@ func (c *Cluster) Owner(uri string, off int64) *node.Node {
 	return nil
 }
 
-// NonOwner returns a node that does not own the block holding byte off of
-// uri (nil with one node).
+// Replication returns the cluster replication the nodes announce
+// (View.Replication): the length of every block's preference list.
+func (c *Cluster) Replication() int { return c.Nodes[0].View().Replication() }
+
+// Preferred returns the preference list of the block holding byte off of
+// uri: its first Replication owners, owner first; they serve the block
+// from their own caches.
+func (c *Cluster) Preferred(uri string, off int64) []*node.Node {
+	v := c.Nodes[0].View()
+	var out []*node.Node
+	for _, o := range v.Ring.Owners(ring.BlockKey(uri, off/c.opts.BlockSize), v.Replication()) {
+		for _, n := range c.Nodes {
+			if n.ID() == o.ID {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// NonOwner returns a node outside the preference list of the block holding
+// byte off of uri: a node that reads that block through the list (a peer
+// hit once the list caches it). It is nil when every node is in the list
+// (N <= Replication).
 func (c *Cluster) NonOwner(uri string, off int64) *node.Node {
-	o := c.Owner(uri, off)
+	pref := c.Preferred(uri, off)
 	for _, n := range c.Nodes {
-		if n != o {
+		if !slices.Contains(pref, n) {
 			return n
 		}
 	}

@@ -15,6 +15,13 @@ import (
 	"github.com/locuscache/locus/pkg/placement"
 )
 
+// DefaultReplication is the preference-list length SimConfig defaults to:
+// the cluster's default replication (membership.DefaultReplication, the
+// cache nodes' --replication, which the scheduler follows), 2. This
+// simulation is why the cluster default is 2 rather than owner-only lists
+// (see TestSimAcceptance).
+const DefaultReplication = 2
+
 // SimConfig describes a simulated cluster and workload: a sequential stream
 // of scan stages (a TPC-DS-like query mix) placed by a Placer on a virtual
 // clock, one stage at a time, each stage starting when the previous one
@@ -24,7 +31,7 @@ type SimConfig struct {
 	Nodes        int // default 24
 	SlotsPerNode int // default 12
 	Racks        int // default 4 (nodes are dealt round-robin)
-	Replication  int // preference list length; default 1
+	Replication  int // preference list length; default DefaultReplication (2)
 	// Wait is each task's locality wait; default 3s. Negative: no wait.
 	Wait time.Duration
 	// Stages in the stream (in all streams together); default 200.
@@ -68,7 +75,7 @@ func (c *SimConfig) defaults() {
 		c.Racks = 4
 	}
 	if c.Replication == 0 {
-		c.Replication = 1
+		c.Replication = DefaultReplication
 	}
 	if c.Wait == 0 {
 		c.Wait = 3 * time.Second

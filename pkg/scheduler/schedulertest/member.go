@@ -43,6 +43,7 @@ func MemberMain() {
 func memberMain() int {
 	slots, _ := strconv.Atoi(os.Getenv("MEMBER_SLOTS"))
 	bs, _ := strconv.ParseInt(os.Getenv("MEMBER_BLOCK_SIZE"), 10, 64)
+	repl, _ := strconv.Atoi(os.Getenv("MEMBER_REPLICATION"))
 	meta := membership.NodeMeta{
 		ID:            os.Getenv("MEMBER_ID"),
 		Rack:          os.Getenv("MEMBER_RACK"),
@@ -51,6 +52,7 @@ func memberMain() int {
 		Slots:         slots,
 		CapacityBytes: 1 << 30,
 		BlockSize:     bs,
+		Replication:   repl,
 	}
 	m, err := membership.New(membership.Config{Meta: meta, BindAddr: "127.0.0.1:0", Tuning: membership.LoopbackTuning()})
 	if err != nil {
@@ -92,9 +94,12 @@ type MemberOptions struct {
 	Rack      string
 	Slots     int // default 4
 	BlockSize int64
-	Join      []string // gossip seeds
-	GRPCAddr  string   // announced; default 127.0.0.1:7070
-	HTTPAddr  string   // announced; default none
+	// Replication the member announces (default 0: New's,
+	// membership.DefaultReplication).
+	Replication int
+	Join        []string // gossip seeds
+	GRPCAddr    string   // announced; default 127.0.0.1:7070
+	HTTPAddr    string   // announced; default none
 }
 
 // StartMember starts a member process running this test binary (see
@@ -115,7 +120,8 @@ func StartMember(t testing.TB, id string, o MemberOptions) *Member {
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), MemberEnv+"=1",
 		"MEMBER_ID="+id, "MEMBER_RACK="+o.Rack, "MEMBER_SLOTS="+strconv.Itoa(o.Slots),
-		"MEMBER_BLOCK_SIZE="+strconv.FormatInt(o.BlockSize, 10), "MEMBER_JOIN="+strings.Join(o.Join, ","),
+		"MEMBER_BLOCK_SIZE="+strconv.FormatInt(o.BlockSize, 10), "MEMBER_REPLICATION="+strconv.Itoa(o.Replication),
+		"MEMBER_JOIN="+strings.Join(o.Join, ","),
 		"MEMBER_GRPC="+o.GRPCAddr, "MEMBER_HTTP="+o.HTTPAddr)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()

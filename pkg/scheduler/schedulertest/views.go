@@ -93,12 +93,32 @@ func (vs *Views) Leave(context.Context) error {
 }
 
 // Node returns a cache-node member: id, rack, slots, placeholder
-// addresses derived from the id, the default block size.
+// addresses derived from the id, the default block size and replication
+// (membership.DefaultReplication, 2: tasks are DATA_LOCAL on a block's
+// first two owners; see Replication for owner-only lists).
 func Node(id, rack string, slots int) membership.Member {
 	return membership.Member{NodeMeta: membership.NodeMeta{
 		ID: id, Rack: rack, Slots: slots, CapacityBytes: 1 << 30,
 		GRPCAddr: id + ".test:7070", HTTPAddr: id + ".test:7080",
 	}}
+}
+
+// Replication returns m announcing replication r (the length of every
+// block's preference list, which the scheduler takes from the nodes): 1
+// for tests of owner-only lists, where a task is DATA_LOCAL only on its
+// block's owner. Every cache member of a View should announce the same.
+func Replication(m membership.Member, r int) membership.Member {
+	m.Replication = r
+	return m
+}
+
+// OwnerOnly returns the members announcing replication 1.
+func OwnerOnly(ms ...membership.Member) []membership.Member {
+	out := make([]membership.Member, len(ms))
+	for i, m := range ms {
+		out[i] = Replication(m, 1)
+	}
+	return out
 }
 
 // Draining returns m in state draining.
