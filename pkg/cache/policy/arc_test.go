@@ -101,9 +101,9 @@ func TestARCMatchesReference(t *testing.T) {
 			if hit != wantHit || !slices.Equal(victims, wantVictims) {
 				t.Fatalf("cap %d op %d key %d: hit %v victims %v, reference %v %v", capacity, op, k, hit, victims, wantHit, wantVictims)
 			}
-			if a.Len() != len(ref.t1)+len(ref.t2) || a.p != ref.p || a.b1.len != len(ref.b1) || a.b2.len != len(ref.b2) {
+			if a.Len() != len(ref.t1)+len(ref.t2) || a.p != ref.p || a.g.len(gB1) != len(ref.b1) || a.g.len(gB2) != len(ref.b2) {
 				t.Fatalf("cap %d op %d: sizes %d/%d/%d p %d, reference %d/%d/%d p %d", capacity, op,
-					a.Len(), a.b1.len, a.b2.len, a.p, len(ref.t1)+len(ref.t2), len(ref.b1), len(ref.b2), ref.p)
+					a.Len(), a.g.len(gB1), a.g.len(gB2), a.p, len(ref.t1)+len(ref.t2), len(ref.b1), len(ref.b2), ref.p)
 			}
 		}
 	}

@@ -16,8 +16,7 @@ func New(capacity int, seed uint64) (Policy, error) {
 	if t.full {
 		return newMirror(capacity, t), nil
 	}
-	live := newTinyLFU(capacity, seed, 0)
-	s := &sampledPolicy{live: live, tuner: t}
+	s := &sampledPolicy{live: newLive(capacity, seed), tuner: t}
 	s.follow()
 	return s, nil
 }
@@ -106,8 +105,16 @@ func (m *mirror) Insert(key uint64, victims []uint64) ([]uint64, bool) {
 	if m.idx.get(m.nodes, key) != nilIdx {
 		return victims, true
 	}
+	q := qHeld
 	if !m.tuner.shadows[m.tuner.cur].contains(key) {
-		return victims, false
+		// Not after a Touch: the shadow admits every key it is asked
+		// for. An Insert without a Touch (a warm restart re-indexing the
+		// pages it finds) is admitted while there is room, doomed: it
+		// stays and hits until a slot is needed.
+		if m.n == m.limit {
+			return victims, false
+		}
+		q = qDoomed
 	}
 	if m.n == m.limit {
 		if m.doomed.head == nilIdx {
@@ -117,8 +124,11 @@ func (m *mirror) Insert(key uint64, victims []uint64) ([]uint64, bool) {
 		victims = append(victims, m.nodes[v].key)
 		m.drop(v)
 	}
-	i := m.alloc(key, qHeld)
+	i := m.alloc(key, q)
 	m.idx.put(key, i)
+	if q == qDoomed {
+		m.doomed.pushBack(m.nodes, i)
+	}
 	m.n++
 	return victims, true
 }
@@ -140,24 +150,21 @@ func (m *mirror) drop(i int32) {
 	m.n--
 }
 
-// sampledPolicy is the default policy for a cache larger than maxShadow:
-// its tuner replays a sample of the keys through small shadows, and the
-// live W-TinyLFU takes the chosen candidate's window and filter (its queues
-// follow a few entries per call).
+// sampledPolicy is the default policy for a cache whose tuner samples its
+// keys: the live cache (live.go) becomes the chosen candidate, changing its
+// window or its type.
 type sampledPolicy struct {
-	live  *tinyLFU
+	live  *live
 	tuner *tuner
 }
 
 func (s *sampledPolicy) Name() string { return DefaultName }
 func (s *sampledPolicy) Len() int     { return s.live.Len() }
-func (s *sampledPolicy) Cap() int     { return s.live.Cap() }
+func (s *sampledPolicy) Cap() int     { return s.live.tl.limit }
 
-// follow sets the live cache's window and filter to the current candidate's.
+// follow makes the live cache the current candidate.
 func (s *sampledPolicy) follow() {
-	c := s.tuner.cands[s.tuner.cur]
-	s.live.setWindow(c.window)
-	s.live.filter = c.filter
+	s.live.follow(s.tuner.cands[s.tuner.cur], s.tuner.arcTarget())
 }
 
 func (s *sampledPolicy) Touch(key uint64) bool {

@@ -1,25 +1,32 @@
 package policy
 
-import "math/bits"
-
 // table maps a key to its node index: open addressing with linear probing and
 // backward-shift deletion (no tombstones, so it never degrades or grows). A
-// slot packs the low 32 bits of the key's hash (a tag that also gives the
-// home slot) with index+1; 0 is an empty slot. The table is sized once for a
-// load factor of at most 1/2, so it costs 16 to 32 bytes per resident key and
-// never allocates after construction.
+// slot packs the low 32 bits of the key's hash (a tag whose multiply-shift
+// reduction gives the home slot) with index+1; 0 is an empty slot. The table
+// has exactly 2 x capacity slots (not a power of two: the home slot is
+// (tag x n) >> 32), a load factor of at most 1/2, so it costs 16 bytes per
+// key of capacity and never allocates after construction.
 type table struct {
 	slots []uint64
-	mask  uint64
+	n     uint64 // len(slots)
 	seed  uint64
 }
 
 func newTable(capacity int, seed uint64) table {
-	n := uint64(1) << bits.Len64(uint64(2*capacity-1)) // next power of two >= 2*capacity
-	if n < 8 {
-		n = 8
+	n := uint64(max(8, 2*capacity))
+	return table{slots: make([]uint64, n), n: n, seed: seed}
+}
+
+// home is the first slot probed for a key with this tag.
+func (t *table) home(tag uint32) uint64 { return uint64(tag) * t.n >> 32 }
+
+// nextSlot is the slot after s, wrapping.
+func (t *table) nextSlot(s uint64) uint64 {
+	if s++; s == t.n {
+		return 0
 	}
-	return table{slots: make([]uint64, n), mask: n - 1, seed: seed}
+	return s
 }
 
 // hash mixes key with the table's seed (the finaliser of SplitMix64), so
@@ -38,7 +45,7 @@ func mix64(z uint64) uint64 {
 // get returns the node index of key, or nilIdx.
 func (t *table) get(nodes []node, key uint64) int32 {
 	tag := t.hash(key)
-	for s := uint64(tag) & t.mask; ; s = (s + 1) & t.mask {
+	for s := t.home(tag); ; s = t.nextSlot(s) {
 		v := t.slots[s]
 		if v == 0 {
 			return nilIdx
@@ -54,9 +61,9 @@ func (t *table) get(nodes []node, key uint64) int32 {
 // put records key -> i; key must be absent.
 func (t *table) put(key uint64, i int32) {
 	tag := t.hash(key)
-	s := uint64(tag) & t.mask
+	s := t.home(tag)
 	for t.slots[s] != 0 {
-		s = (s + 1) & t.mask
+		s = t.nextSlot(s)
 	}
 	t.slots[s] = uint64(tag)<<32 | uint64(uint32(i+1))
 }
@@ -65,9 +72,9 @@ func (t *table) put(key uint64, i int32) {
 func (t *table) del(key uint64, i int32) {
 	tag := t.hash(key)
 	want := uint64(uint32(i + 1))
-	s := uint64(tag) & t.mask
+	s := t.home(tag)
 	for uint32(t.slots[s]) != uint32(want) {
-		s = (s + 1) & t.mask
+		s = t.nextSlot(s)
 	}
 	// Backward-shift: pull later entries of the cluster into the hole when
 	// the hole lies between their home slot and their current slot.
@@ -75,12 +82,12 @@ func (t *table) del(key uint64, i int32) {
 		t.slots[s] = 0
 		j := s
 		for {
-			j = (j + 1) & t.mask
+			j = t.nextSlot(j)
 			v := t.slots[j]
 			if v == 0 {
 				return
 			}
-			home := uint64(uint32(v>>32)) & t.mask
+			home := t.home(uint32(v >> 32))
 			// Move v to s unless home lies cyclically in (s, j].
 			if (j > s && (home <= s || home > j)) || (j < s && home <= s && home > j) {
 				t.slots[s] = v

@@ -31,6 +31,9 @@ var candidates = []candidate{
 // The tuner's settings. The measurements behind them are in doc.go.
 var (
 	maxShadow      = 2048 // keys per shadow; a larger cache samples its keys
+	minFiveShadows = 128  // a smaller cache simulates only the first tinyCandidates candidates
+	tinyCandidates = 3
+	sampledShare   = 0.8  // a sampling cache's shadows hold at most this share of its capacity
 	periodPerKey   = 2.0  // decide every periodPerKey x shadow-capacity sampled accesses
 	firstPeriodDiv = 4    // the first decision after size/firstPeriodDiv accesses, doubling up to the period
 	scoreDecay     = 0.99 // per decision: the tallies remember about 100 periods
@@ -38,6 +41,8 @@ var (
 	minSigmas      = 2.0
 	horizon        = 30.0 // periods a lead is expected to last, weighed against the cost of a switch
 	maxProjection  = 4.0  // ... but at most this many times as long as it was measured
+	sampledCost    = 0.5  // sampled: a switch costs this many times the sampled keys to load (the live cache loads none)
+	typeSwitchCost = 1.0  // sampled: a switch between W-TinyLFU and ARC costs this many times more
 )
 
 // decisionHook, if set (by tests and experiments), sees every decision
@@ -113,15 +118,18 @@ func newTuner(capacity int, seed uint64) *tuner {
 	if capacity <= maxShadow {
 		t.full = true
 	} else {
-		size = maxShadow
+		// Shadows of at most sampledShare x capacity keys: a cache a little
+		// larger than maxShadow would otherwise pay for five full-size
+		// shadows and a full-size live cache.
+		size = min(maxShadow, int(sampledShare*float64(capacity)))
 		t.threshold = uint64(float64(size) / float64(capacity) * (1 << 63) * 2)
 	}
 	// The sketch counts every sampled access whatever the window, so the
 	// shadows share one, counted here once per access.
 	t.freq = newSketch(size, mix64(seed^0x736b65746368))
 	for i, c := range candidates {
-		if c.kind == kindARC && !t.full {
-			continue // the sampled live cache is a W-TinyLFU: it cannot follow ARC
+		if capacity < minFiveShadows && i >= tinyCandidates {
+			continue // a tiny cache: its fixed cost per shadow dominates
 		}
 		t.cands = append(t.cands, c)
 		t.shadows = append(t.shadows, newShadow(c, size, mix64(seed+uint64(i)+1), t.freq))
@@ -195,7 +203,7 @@ func (t *tuner) access(key uint64) bool {
 	}
 	switched := false
 	if best != t.cur && gain > minGain*t.acc && gain > minSigmas*math.Sqrt(t.wins[best*k+t.cur]+t.wins[t.cur*k+best]) &&
-		gain*min(horizon*span/t.acc, maxProjection) > float64(t.shadows[best].missing(t.shadows[t.cur])) {
+		gain*min(horizon*span/t.acc, maxProjection) > t.switchCost(best) {
 		t.cur = best
 		t.curHolds = t.shadows[best].contains(key)
 		switched = true
@@ -205,6 +213,33 @@ func (t *tuner) access(key uint64) bool {
 	}
 	t.acc *= scoreDecay
 	return switched
+}
+
+// switchCost is the cost, in sampled misses, of following shadow best
+// instead of the current one: about one miss per key best holds that the
+// current shadow does not (the live cache does not hold them), more for a
+// change of type in a sampled cache (the live cache is rebuilt without the
+// new type's history).
+func (t *tuner) switchCost(best int) float64 {
+	c := float64(t.shadows[best].missing(t.shadows[t.cur]))
+	if !t.full {
+		c *= sampledCost
+		if t.cands[best].kind != t.cands[t.cur].kind {
+			c *= typeSwitchCost
+		}
+	}
+	return c
+}
+
+// arcTarget is the ARC shadow's target size for T1 as a share of its
+// capacity (0 if there is no ARC shadow).
+func (t *tuner) arcTarget() float64 {
+	for _, s := range t.shadows {
+		if a, ok := s.(*arcPolicy); ok {
+			return float64(a.p) / float64(a.c)
+		}
+	}
+	return 0
 }
 
 // remove drops key from every shadow (an invalidation).

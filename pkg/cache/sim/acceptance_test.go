@@ -43,44 +43,48 @@ const (
 )
 
 // knownShortfalls lists the points where the default policy misses the
-// criterion today (seed 1) or may miss it as otter's random seeding moves
-// its column, with the worst gap (points) this test still accepts there:
-// the worst gap measured over policy seeds 1 to 5 against the median otter
-// run (against otter's best of 5 runs for the borderline entries), less 0.5
-// points for otter's run-to-run variation. Each entry is a known deficit,
-// reported in testdata/results.md and explained in pkg/cache/policy/doc.go,
-// not a pass: shrink the list when the policy improves; never widen a bound
-// to make a regression pass.
+// criterion for some policy seed, or may miss it as otter's random seeding
+// moves its column, with the worst gap (points) this test still accepts
+// there: the worst gap over policy seeds 1 to 5 against the best of LRU,
+// ARC and otter's best of 5 runs (TestSeedSweep), less 0.25 points. Each
+// entry is a known deficit, reported in testdata/results.md and explained
+// in pkg/cache/policy/doc.go, not a pass: shrink the list when the policy
+// improves; never widen a bound to make a regression pass.
 var knownShortfalls = map[string]float64{
-	// ARC's structure wins; a cache this large samples its keys and its
-	// live W-TinyLFU cannot follow ARC (the best W-TinyLFU window is 0.5
-	// points behind ARC on web07 at 25%, 0.2 at 50%).
-	"cache2k-web07@25%": -1.65,
-	"cache2k-web07@50%": -1.65,
-	"cache2k-web12@50%": -1.45,
+	// ARC wins. These caches sample their keys; their live cache can
+	// become ARC (and does), but on these short traces the sampled tuner
+	// sees ARC's lead only late (web07 at 50%: after 45,000 of 76,000
+	// accesses; fixed ARC from the start would pass).
+	"cache2k-web07@25%": -1.17, // worst -0.92
+	"cache2k-web07@50%": -1.34, // worst -1.09
+	"cache2k-web12@50%": -0.92, // worst -0.67
 	// Short traces whose leader changes: switches the tuner makes on a real
-	// lead cost more than the lead then brings (cpp 25%: to LRU, then ARC;
-	// multi1 25%, seed 1 only: to ARC, then back).
-	"lirs-cpp@25%":    -2.40,
-	"lirs-multi1@25%": -2.10,
+	// lead cost more than the lead then brings (cpp 25%: to LRU, then ARC,
+	// every seed; multi1 25%: seed 1 only; multi2 25%: by seed and otter
+	// run, -0.40 to -2.26).
+	"lirs-cpp@25%":    -2.10, // worst -1.85
+	"lirs-multi1@25%": -1.88, // worst -1.63
+	"lirs-multi2@25%": -2.51, // worst -2.26
 	// LRU is optimal here; every policy that starts LFU-like (as otter's
-	// does) loses the first reversal before the tuner can see it.
-	"lirs-zigzag@25%": -1.45,
-	"lirs-zigzag@50%": -2.85,
-	// The followed 1%-window shadow is 0.5 points under otter's adaptive
-	// W-TinyLFU (sketch collisions; otter moves its window a little).
-	"lirs-gli@50%":   -1.10,
-	"lirs-sprite@5%": -1.55,
-	// Borderline: these pass or miss depending on otter's random seeding or
-	// on the policy seed (the sketch's collisions decide which loop keys
-	// stay): at scan 50%, locus 45.1 to 47.5 over seeds 1 to 5, otter 46.2
-	// to 47.1; at loop 5% otter hits 0 to 2.1%; at cs 10%, 4.5 to 8.1%.
-	"lirs-scan@50%":   -2.00,
-	"lirs-loop@5%":    -1.50,
-	"lirs-cs@10%":     -1.50,
-	"lirs-cs@25%":     -1.05,
-	"lirs-multi2@5%":  -1.55,
-	"lirs-multi2@25%": -2.35,
+	// does) loses the first reversal before the tuner can see it (at 50%
+	// -0.01 to -2.35 by seed: sketch collisions decide how much of the
+	// first loop the 1% window keeps).
+	"lirs-zigzag@25%": -1.19, // worst -0.94
+	"lirs-zigzag@50%": -2.60, // worst -2.35
+	// The 1%-window shadow is under otter's adaptive W-TinyLFU.
+	"lirs-sprite@5%": -1.39, // worst -1.14
+	// Scan at 50%: which loop keys stay depends on sketch collisions
+	// (+0.19 to -2.17 by seed against otter's median run).
+	"lirs-scan@50%": -2.92, // worst -2.67
+	// Borderline by otter's random seeding: within the bar for every seed
+	// against otter's median run, not against its best (otter hits 0 to
+	// 2.1% at loop 5%, 4.5 to 8.1% at cs 10%).
+	"lirs-cs@10%":  -1.87, // worst -1.62
+	"lirs-cs@25%":  -1.15, // worst -0.90
+	"lirs-gli@5%":  -0.78, // worst -0.53
+	"lirs-gli@50%": -0.83, // worst -0.58
+	"lirs-loop@5%": -1.30, // worst -1.05
+	"lirs-ps@1%":   -0.90, // worst -0.65
 }
 
 func shortfallKey(trace string, frac float64) string {

@@ -19,23 +19,25 @@ import (
 // (several points, tens on the scan and loop traces).
 const synthShortfall = 1.0
 
-// synthKnown lists the synthetic points that miss synthShortfall today
-// (seed 1), with the worst gap this test accepts there (the measured gap
-// less 0.5 points for otter's run-to-run variation). All three are caches
-// above 2048 keys, where the tuner samples: its decisions come every 2 x
-// 2048 sampled accesses and its live W-TinyLFU follows windows only (no
-// ARC), so it lags phase changes (mixed) and, on the loop, the 1% window's
-// shadow at a 89% sample keeps less of the loop than otter does. Shrink the
-// list when the policy improves; never widen a bound to pass.
+// synthKnown lists the synthetic points that miss synthShortfall for some
+// policy seed or otter run, with the worst gap this test accepts there: the
+// worst gap over policy seeds 1 to 5 against the best of LRU, ARC and
+// otter's best of 5 runs (TestSeedSweep -sweep-synth), less 0.25 points.
+// All but the first are caches above 2048 keys, where the tuner samples:
+// its decisions come every 2 x 2048 sampled accesses, so it lags phase
+// changes (mixed, phases). Shrink the list when the policy improves; never
+// widen a bound to pass.
 var synthKnown = map[string]float64{
-	// Borderline by hash luck on both sides: a loop 13 x the cache, where
-	// which loop keys stay depends on sketch collisions: otter hits 0.6 to
-	// 2.9% over runs, locus 0.1 to 3.3% over seeds 1 to 10 (0.34 for 1).
-	"synth-loop@1%": -3.5,
-	// Caches above 2048 keys (see above).
-	"synth-loop@10%":  -1.95,
-	"synth-mixed@10%": -1.85,
-	"synth-mixed@50%": -1.85,
+	// A loop 13 x the cache (1%) or a little larger (10%): which loop keys
+	// stay depends on sketch collisions, on both sides (within the bar
+	// against otter's median run for every seed, not against its best).
+	"synth-loop@1%":  -1.58, // worst -1.33
+	"synth-loop@10%": -2.35, // worst -2.10
+	// Phase changes (see above): seed 4 at phases 50%, seed 5 at mixed 50%
+	// (-0.73 to -0.90 for the others), seeds 1 and 2 at mixed 10%.
+	"synth-phases@50%": -1.50, // worst -1.25
+	"synth-mixed@10%":  -1.60, // worst -1.35
+	"synth-mixed@50%":  -2.53, // worst -2.28
 }
 
 func TestSyntheticTracesAreFixed(t *testing.T) {

@@ -1,0 +1,211 @@
+package sim
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/locuscache/locus/pkg/cache/policy"
+)
+
+// The seed sweep is an experiment, not a check: it replays the default
+// policy with several seeds over the shared traces (or the synthetic ones)
+// against the baselines and prints, per seed, the points that miss the bar,
+// the mean and worst gap, and per point the worst gap over the seeds (the
+// figures the acceptance test's exception lists are made from). The
+// baselines (LRU, ARC, and the median of sweepOtterRuns otter runs) do not
+// depend on the policy and are cached in a JSON file between runs:
+//
+//	go test ./pkg/cache/sim -run TestSeedSweep -count=1 -timeout 30m -v \
+//	    -args -sweep-seeds 1,2,3,4,5 [-sweep-synth] [-sweep-baselines /tmp/base.json]
+var (
+	sweepSeeds     = flag.String("sweep-seeds", "", "comma-separated policy seeds for TestSeedSweep (empty: skip)")
+	sweepSynth     = flag.Bool("sweep-synth", false, "TestSeedSweep replays the synthetic traces instead of the shared ones")
+	sweepBaselines = flag.String("sweep-baselines", "", "file caching TestSeedSweep's baseline hit ratios")
+)
+
+const sweepOtterRuns = 5
+
+// sweepPoint is one trace and size.
+type sweepPoint struct {
+	Trace    string
+	Fraction float64
+	Capacity int
+	Base     map[string]float64 // lru, arc, wtinylfu (median)
+}
+
+func sweepTraces(t *testing.T) []*Trace {
+	if *sweepSynth {
+		return SyntheticTraces()
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "traces", "*.keys.gz"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no traces (err %v)", err)
+	}
+	sort.Strings(files)
+	var out []*Trace
+	for _, f := range files {
+		tr, err := ReadFile(f, FormatKeys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tr)
+	}
+	return out
+}
+
+// parallel runs f(i) for i in [0, n) on two goroutines.
+func parallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+func sweepBase(t *testing.T, traces []*Trace) [][]sweepPoint {
+	var cached [][]sweepPoint
+	if *sweepBaselines != "" {
+		if b, err := os.ReadFile(*sweepBaselines); err == nil && json.Unmarshal(b, &cached) == nil && len(cached) == len(traces) {
+			return cached
+		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	out := make([][]sweepPoint, len(traces))
+	parallel(len(traces), func(i int) {
+		tr := traces[i]
+		rs, err := Run(tr, Options{Policies: []string{"lru", NameARC}, Fractions: acceptanceFractions})
+		if err != nil {
+			panic(err)
+		}
+		rows := Rows(rs)
+		otter := make([][]float64, len(rows))
+		for range sweepOtterRuns {
+			ors, err := Run(tr, Options{Policies: []string{NameWTinyLFU}, Fractions: acceptanceFractions})
+			if err != nil {
+				panic(err)
+			}
+			for j, r := range Rows(ors) {
+				otter[j] = append(otter[j], r.Ratio[NameWTinyLFU])
+			}
+		}
+		for j, r := range rows {
+			sort.Float64s(otter[j])
+			r.Ratio[NameWTinyLFU] = otter[j][sweepOtterRuns/2]
+			r.Ratio[NameWTinyLFU+"_best"] = otter[j][sweepOtterRuns-1]
+			out[i] = append(out[i], sweepPoint{Trace: strings.TrimSuffix(tr.Name, ".keys.gz"), Fraction: r.Fraction, Capacity: r.Capacity, Base: r.Ratio})
+		}
+	})
+	if *sweepBaselines != "" {
+		b, _ := json.Marshal(out)
+		if err := os.WriteFile(*sweepBaselines, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func TestSeedSweep(t *testing.T) {
+	if *sweepSeeds == "" {
+		t.Skip("an experiment: run with -args -sweep-seeds 1,2,3")
+	}
+	var seeds []uint64
+	for _, s := range strings.Split(*sweepSeeds, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds = append(seeds, v)
+	}
+	bar := maxShortfall
+	if *sweepSynth {
+		bar = synthShortfall
+	}
+	traces := sweepTraces(t)
+	base := sweepBase(t, traces)
+	// gaps[trace][fraction][seed], in points; worstBest the worst gap over
+	// the seeds against otter's best run instead of its median.
+	gaps := make([][][]float64, len(traces))
+	worstBest := make([][]float64, len(traces))
+	parallel(len(traces), func(i int) {
+		gaps[i] = make([][]float64, len(acceptanceFractions))
+		worstBest[i] = make([]float64, len(acceptanceFractions))
+		for j := range worstBest[i] {
+			worstBest[i][j] = math.Inf(1)
+		}
+		for _, seed := range seeds {
+			rs, err := Run(traces[i], Options{Policies: []string{policy.DefaultName}, Fractions: acceptanceFractions, Seed: seed})
+			if err != nil {
+				panic(err)
+			}
+			for j, r := range rs {
+				b := base[i][j].Base
+				best := max(b["lru"], b[NameARC], b[NameWTinyLFU])
+				gaps[i][j] = append(gaps[i][j], (r.HitRatio-best)*100)
+				hi := max(best, b[NameWTinyLFU+"_best"])
+				worstBest[i][j] = min(worstBest[i][j], (r.HitRatio-hi)*100)
+			}
+		}
+	})
+	var b strings.Builder
+	for si, seed := range seeds {
+		misses, sum, worst := 0, 0.0, math.Inf(1)
+		var missed []string
+		for i := range traces {
+			for j := range acceptanceFractions {
+				g := gaps[i][j][si]
+				sum += g
+				worst = min(worst, g)
+				if g < -bar {
+					misses++
+					missed = append(missed, fmt.Sprintf("%s@%g%%(%+.2f)", base[i][j].Trace, base[i][j].Fraction*100, g))
+				}
+			}
+		}
+		n := len(traces) * len(acceptanceFractions)
+		fmt.Fprintf(&b, "seed %d: %d of %d miss, mean %+.3f, worst %+.2f: %s\n", seed, misses, n, sum/float64(n), worst, strings.Join(missed, " "))
+	}
+	b.WriteString("points missing the bar or within 0.25 of it for some seed (worst over seeds; all seeds):\n")
+	for i := range traces {
+		for j := range acceptanceFractions {
+			g := gaps[i][j]
+			if w := sliceMin(g); w < -bar+0.25 || worstBest[i][j] < -bar {
+				fmt.Fprintf(&b, "  %s@%g%% (cap %d): worst %+.2f (against otter's best run %+.2f)  [", base[i][j].Trace, base[i][j].Fraction*100, base[i][j].Capacity, w, worstBest[i][j])
+				for _, v := range g {
+					fmt.Fprintf(&b, " %+.2f", v)
+				}
+				b.WriteString(" ]\n")
+			}
+		}
+	}
+	t.Log("\n" + b.String())
+}
+
+func sliceMin(v []float64) float64 {
+	m := math.Inf(1)
+	for _, x := range v {
+		m = min(m, x)
+	}
+	return m
+}
