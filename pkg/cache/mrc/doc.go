@@ -36,11 +36,12 @@
 // SHARDS estimates the LRU stack curve: the hit ratio an LRU cache of each
 // size would have. The page cache runs the default policy (package policy),
 // not LRU. On the shared traces (pkg/cache/sim/testdata/results.md) the
-// default policy's hit ratio is at or above LRU's at the same size at 59 of
+// default policy's hit ratio is at or above LRU's at the same size at 57 of
 // 70 points, 10.7 points above on average, and far above it where scans or
 // loops defeat LRU (lirs-loop at 25%: 24% against 0%); it is below LRU by
-// up to 0.94 points where LRU is near-optimal (zigzag, sprite, web07 at
-// 50%, cs at 1 and 5%). So the LRU curve is, for this policy, close to a lower bound.
+// up to 0.94 points where LRU is near-optimal (zigzag, sprite, web07 and
+// web12 at 50%, 2_pools at 50%, cs at 1 and 5%). So the LRU curve is, for
+// this policy, close to a lower bound.
 // Read the curve as the shape of the working set (how much a size change
 // would buy under recency alone), not as the node's hit ratio: an operator
 // or autoscaler should compare HitRatio at the current size with the

@@ -46,12 +46,27 @@
 //     that Insert then admits. A switch re-marks the stored keys in one
 //     pass. So the live cache holds what the shadow holds once the shadow's
 //     keys have been requested again, and does no eviction work of its own.
-//   - Following, larger caches (sampledPolicy): the live policy is a
-//     full-size W-TinyLFU that takes the chosen candidate's window; its
-//     queues follow a few entries per call. ARC is not among the candidates
-//     there: the live W-TinyLFU cannot become ARC (converting the queues and
-//     keeping ghost lists of 2 x capacity keys would double the memory per
-//     key).
+//   - Following, larger caches (sampledPolicy, live.go): the live policy is
+//     a full-size W-TinyLFU or ARC that becomes the chosen candidate. A
+//     window change is lazy (the queues follow a few entries per call); a
+//     change of type relinks the resident keys into the new type's queues in
+//     one O(capacity) pass over the shared node arena and index, so the
+//     resident set (the caller's storage) is unchanged: W-TinyLFU to ARC
+//     puts protected in T2 and probation then the window in T1, each in its
+//     LRU order, with empty ghost lists and T1's target taken from the ARC
+//     shadow, scaled; ARC to W-TinyLFU puts T1's most recent keys in the
+//     window and T2's in protected (up to their targets), the rest in
+//     probation, T1's first. The sketch counts every access in both modes.
+//     ARC's ghosts (ghost.go) are keys in 16-byte entries linked in two LRU
+//     lists plus a 4-byte open-addressed set, at most capacity of them:
+//     about 24 bytes per key of capacity, allocated at the first switch to
+//     ARC. In this mode a switch costs half the keys to load (the live
+//     cache loads none; it keeps what it has and converges).
+//   - Shadow budget: a cache under 128 keys simulates only the first three
+//     candidates (1% window, LRU, ARC: each shadow's fixed cost weighs on
+//     so few keys); a sampling cache's shadows hold at most 80% of its
+//     capacity (a cache just above 2048 keys would otherwise pay five
+//     full-size shadows and a full-size live cache).
 //
 // # Why: the measurements
 //
@@ -167,24 +182,79 @@
 //   - Borderline, by otter's random seeding or the policy seed: scan 50%,
 //     loop 5%, cs 10 and 25%, multi2 5 and 25%.
 //
+// # Third round: any type at any size (seeds 1 to 5, otter's median of 5)
+//
+// The second round's design missed the bar at 7, 8, 9, 7 and 9 points for
+// seeds 1 to 5 (mean +0.25/+0.20/+0.18/+0.24/+0.18, worst -1.85 to -2.35),
+// with web07 at 25 and 50% and web12 at 50% missing because the sampled
+// live W-TinyLFU could not become ARC. This round the live cache of a
+// sampling policy can be any candidate (see above), and ARC is a candidate
+// at every size. Measured (TestSeedSweep):
+//
+//   - The live ARC works: forced to ARC from the start, the live cache
+//     gets 64.45% on web07 at 25% and 69.83% at 50% (hashicorp's ARC: 64.50
+//     and 69.83), 83.52% on web12 at 50% (83.53).
+//   - But the tuner sees ARC's lead late on these short traces (web07 50%:
+//     the sampled shadows fill at half the trace; the lead passes the
+//     significance test after 45,000 of 76,000 accesses and the cost test
+//     after 66,000). With type switching and the same cost rule: 8, 8, 9,
+//     7, 9 misses; web07 25% -0.87 to -0.92, 50% -1.09 to -1.11, web12 50%
+//     -0.69 to -0.76 (from -0.82 to -1.13, -1.10, -0.36 to -0.91).
+//   - Sampled switch cost (the keys to load, times 1, 0.5, 0.25, 0): 0.5
+//     kept (8, 8, 8, 6, 8 misses); 0.25 and 0 switch on noise (web12 50%
+//     -1.67 for seed 4; multi2 at 50% -5 to -5.7 with 0). An extra factor
+//     for a change of type (0.5): no difference. Starting the sampled
+//     live cache as ARC closes web07 and web12 but costs 3 to 4 points on
+//     multi2 and multi3 at 50% (loops: ARC is slow to leave); starting at
+//     10% or 30% windows: 9 to 11 misses. Starting the decision schedule
+//     when the shadows fill, a longer projection (8 x), shadows of 4096
+//     keys: no better. Sketch blocks sized exactly (2 words per key, not a
+//     power of two): 6 to 11 misses, worse on the small LIRS caches (fewer
+//     counters), so the sketch keeps its power-of-two size.
+//   - Three candidates below 128 keys: the same misses, mean gap +0.25 to
+//     +0.01 better or equal.
+//
+// Result, seeds 1 to 5: 8, 8, 8, 6, 8 of 70 points miss (against otter's
+// median of 5 runs), mean +0.25/+0.21/+0.20/+0.25/+0.21, worst -1.85 to
+// -2.35. Sampled type switching pays a little on web12 at 50% (now -0.29
+// to -0.67) and on synth-mixed at 50% (-0.73 to -0.90 for seeds 1 to 4,
+// from -1.25 to -1.32), not enough to close web07. Still missing, by seed
+// (the acceptance test lists each with its bound):
+//
+//   - web07 25% and 50%, web12 50% (-0.29 to -1.09): ARC's lead comes late
+//     (above).
+//   - zigzag 25% and 50% (-0.94; at 50% -0.01 to -2.35 by seed): LRU is
+//     optimal and the first reversal is lost before any shadow can see it.
+//   - cpp 25% (-1.85), multi1 25% (seed 1, -1.5), multi2 25% (-0.4 to
+//     -2.1): the leader changes on these short traces, and a switch on a
+//     real lead costs more than the lead then brings.
+//   - sprite 5% (-0.4 to -0.9), scan 50% (+0.2 to -2.2 by seed: sketch
+//     collisions decide which loop keys stay).
+//   - Borderline by otter's random seeding only: cs 10 and 25%, gli 5 and
+//     50%, loop 5%, ps 1%.
+//
+// Synthetic set (TestSyntheticBar, bar 1 point): 1, 1, 1, 1, 2 of 40 points
+// miss for seeds 1 to 5 (before: 2, 2, 2, 1, 2).
+//
 // # Cost
 //
-// Memory (TestMemoryPerKey): about 57 bytes per resident key for a cache of
-// 2^20 keys (a 24-byte node, 16 to 32 bytes of index, 16 to 32 of sketch)
-// plus the tuner's fixed cost: four 2048-key W-TinyLFU shadows and their
-// sketch, about 0.55 MiB. A cache of at most 2048 keys has five full-size
-// shadows (ARC's with 2 x capacity nodes for its ghosts) and the mirror:
-// about 390 bytes per key at 1024 keys. LRU costs 40 bytes per key. Time:
-// O(1) per call, amortised (a switch re-marks the mirror's keys and counts
-// the keys to load, O(capacity), at most once per decision), and no
-// allocation after New. A cache of at most 2048 keys replays every access
-// through its five shadows: about 400 ns against 490 ns for the first
-// round's design in the same run (BenchmarkAccess at 1,024 keys, 5 to 8 x
-// an LRU access depending on the run); a larger one replays only a sample,
-// about 1.8 to 2.4 x an LRU access (137 and 214 ns at 2^16 and 2^20 keys,
-// the same as before). Engine: TestIndexMemoryPerPage in pkg/cache (8
-// shards of 25,000 pages) measures 159 bytes of index and policy per page
-// with locus, 122 with LRU.
+// Memory per key of capacity (TestPolicyBytesPerKey, filled, a sampling
+// cache in ARC mode): 224 bytes at 63 keys, 328 at 64, 295 at 256, 294 at
+// 1,024, 329 at 1,025, 298 at 2,048, 313 at 2,049, 213 at 4,096, 88 at
+// 2^16 (64 in W-TinyLFU mode); the test holds every size to 360, so that
+// with the page cache's own index (about 80 to 110 bytes per page) a shard
+// stays under 500 bytes per page. Index tables have exactly 2 x capacity
+// 8-byte slots (16 bytes per key; the power-of-two rounding cost up to 32).
+// The full-sampling mirror mode costs five shadows (four W-TinyLFU at about
+// 40 bytes per key, ARC at 64 with its compact ghosts), the shared sketch
+// and the mirror (40). Measured through the page cache (a throwaway
+// program, 512-byte pages, Prefetch of 128-page objects): 451 bytes of
+// index and policy per page with 256 shards of 64 pages, 400 at 256 pages,
+// 382 at 781 pages, 369 at 2,343; LRU 150, 139, 120, 129. Time: O(1) per
+// call, amortised (a switch re-marks the mirror's keys or relinks the live
+// cache's, and counts the keys to load, O(capacity), at most once per
+// decision), and no allocation after New except the live cache's ghost
+// lists at its first switch to ARC.
 //
 // # Determinism and threading
 //

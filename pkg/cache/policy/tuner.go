@@ -17,9 +17,9 @@ type candidate struct {
 
 // candidates are the configurations the tuner chooses from, in order of
 // preference when two lead by the same margin: Caffeine's 1% window (the
-// start: LFU-like, scan resistant), LRU, ARC (full sampling only: the
-// sampled live cache is a W-TinyLFU), then 10% and 30% windows. The
-// measurements behind the set are in doc.go.
+// start: LFU-like, scan resistant), LRU, ARC, then 10% and 30% windows (a
+// cache under minFiveShadows keys simulates only the first tinyCandidates).
+// The measurements behind the set are in doc.go.
 var candidates = []candidate{
 	{kind: kindTinyLFU, window: 0.01, filter: true},
 	{kind: kindTinyLFU, window: 1.00, filter: true},
