@@ -254,7 +254,11 @@
 // call, amortised (a switch re-marks the mirror's keys or relinks the live
 // cache's, and counts the keys to load, O(capacity), at most once per
 // decision), and no allocation after New except the live cache's ghost
-// lists at its first switch to ARC.
+// lists at its first switch to ARC. BenchmarkAccess (one run, noisy
+// machine): 481 ns against LRU's 50 at 1,024 keys (9.6 x; the second round
+// measured 5 to 8 x: the ghost set's hashing and the multiply-shift slot
+// reduction cost some), 166 against 78 at 2^16 (2.1 x), 238 against 128 at
+// 2^20 (1.9 x).
 //
 // # Determinism and threading
 //
