@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locuscache/locus/pkg/scheduler"
+	"github.com/locuscache/locus/pkg/schedapi"
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 )
 
@@ -27,33 +27,33 @@ func TestFailover(t *testing.T) {
 	args := []string{"--etcd-endpoints=" + strings.Join(e.Endpoints, ","), "--etcd-prefix=/failover/"}
 	s1 := schedulertest.StartProcess(t, bin, schedulertest.ProcessOptions{ID: "s1", Join: []string{cl.gossip[0]}, Args: args})
 	c1 := s1.Client()
-	waitRing(t, c1, func(r scheduler.RingStatus) bool { return r.Leader }, "s1 leads")
+	waitRing(t, c1, func(r schedapi.RingStatus) bool { return r.Leader }, "s1 leads")
 	s2 := schedulertest.StartProcess(t, bin, schedulertest.ProcessOptions{ID: "s2", Join: []string{cl.gossip[0]}, Args: args})
 	c2 := s2.Client()
-	waitRing(t, c2, func(r scheduler.RingStatus) bool { return !r.Leader && r.LeaderHTTP == s1.HTTPAddr }, "s2 follows s1")
+	waitRing(t, c2, func(r schedapi.RingStatus) bool { return !r.Leader && r.LeaderHTTP == s1.HTTPAddr }, "s2 follows s1")
 	waitAlive(t, c1, 3, 10*time.Second)
 	waitAlive(t, c2, 3, 10*time.Second)
 	ctx := context.Background()
 
-	_, err := c2.Place(ctx, scheduler.PlaceRequest{Job: "etl", Task: "x", Split: sp("s3://lake/x")})
+	_, err := c2.Place(ctx, schedapi.PlaceRequest{Job: "etl", Task: "x", Split: sp("s3://lake/x")})
 	var se *schedulertest.StatusError
 	if !errors.As(err, &se) || se.Code != 503 || se.Body.Leader != s1.HTTPAddr {
 		t.Fatalf("follower place: %v, want 503 naming %s", err, s1.HTTPAddr)
 	}
 
-	var tasks []scheduler.BatchTask
+	var tasks []schedapi.BatchTask
 	for i := 0; i < 12; i++ {
-		tasks = append(tasks, scheduler.BatchTask{Task: fmt.Sprint("t", i), Split: sp(fmt.Sprint("s3://lake/f", i))})
+		tasks = append(tasks, schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: sp(fmt.Sprint("s3://lake/f", i))})
 	}
-	resp, err := c1.PlaceBatch(ctx, scheduler.PlaceBatchRequest{Job: "etl", WaitMS: -1, Tasks: tasks})
+	resp, err := c1.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "etl", WaitMS: -1, Tasks: tasks})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var done []scheduler.CompleteTask
+	var done []schedapi.CompleteTask
 	for i, pl := range resp.Placements[:8] {
-		done = append(done, scheduler.CompleteTask{Task: pl.Task, LocalHitBytes: int64(1000 * i), PeerHitBytes: 7, MissBytes: 100})
+		done = append(done, schedapi.CompleteTask{Task: pl.Task, LocalHitBytes: int64(1000 * i), PeerHitBytes: 7, MissBytes: 100})
 	}
-	if _, err := c1.CompleteBatch(ctx, scheduler.CompleteBatchRequest{Job: "etl", Tasks: done}); err != nil {
+	if _, err := c1.CompleteBatch(ctx, schedapi.CompleteBatchRequest{Job: "etl", Tasks: done}); err != nil {
 		t.Fatal(err)
 	}
 	before, err := c1.Counters(ctx, "etl")
@@ -69,7 +69,7 @@ func TestFailover(t *testing.T) {
 	s1.Kill()
 	var served time.Duration
 	for i := 0; ; i++ {
-		_, err := c2.Place(ctx, scheduler.PlaceRequest{Job: "after", Task: fmt.Sprint("a", i), Split: sp("s3://lake/after")})
+		_, err := c2.Place(ctx, schedapi.PlaceRequest{Job: "after", Task: fmt.Sprint("a", i), Split: sp("s3://lake/after")})
 		if err == nil {
 			served = time.Since(killed)
 			break
@@ -94,7 +94,7 @@ func TestFailover(t *testing.T) {
 	want := before
 	want.Lost += want.Running
 	want.Running = 0
-	for _, l := range []*scheduler.LocalityStats{&want.ByLocality.DataLocal, &want.ByLocality.RackLocal, &want.ByLocality.OtherLocal} {
+	for _, l := range []*schedapi.LocalityStats{&want.ByLocality.DataLocal, &want.ByLocality.RackLocal, &want.ByLocality.OtherLocal} {
 		l.Lost += l.Running
 		l.Running = 0
 	}
@@ -118,7 +118,7 @@ func js(v any) string {
 	return string(b)
 }
 
-func waitRing(t *testing.T, c *schedulertest.Client, cond func(scheduler.RingStatus) bool, what string) {
+func waitRing(t *testing.T, c *schedulertest.Client, cond func(schedapi.RingStatus) bool, what string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {

@@ -13,7 +13,7 @@ import (
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/node/nodetest"
 	"github.com/locuscache/locus/pkg/ring"
-	"github.com/locuscache/locus/pkg/scheduler"
+	"github.com/locuscache/locus/pkg/schedapi"
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 )
 
@@ -91,7 +91,7 @@ func (c cluster) ownedBy(t *testing.T, node, tag string, n int) []string {
 	return out
 }
 
-func waitAlive(t *testing.T, c *schedulertest.Client, n int, timeout time.Duration) scheduler.RingStatus {
+func waitAlive(t *testing.T, c *schedulertest.Client, n int, timeout time.Duration) schedapi.RingStatus {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -114,7 +114,7 @@ func waitAlive(t *testing.T, c *schedulertest.Client, n int, timeout time.Durati
 	}
 }
 
-func sp(uri string) scheduler.Split { return scheduler.Split{URI: uri, Offset: 0, Length: 64 << 20} }
+func sp(uri string) schedapi.Split { return schedapi.Split{URI: uri, Offset: 0, Length: 64 << 20} }
 
 // TestIntegration runs the scheduler binary and three cache nodes as
 // processes on loopback: placements and completions through the JSON API
@@ -156,20 +156,20 @@ func integration(t *testing.T, cl cluster) {
 	type sum struct{ tasks, local, peer, miss int64 }
 	want := map[string]*sum{"DATA_LOCAL": {}, "RACK_LOCAL": {}, "OTHER_LOCAL": {}}
 	for round := 0; round < 5; round++ {
-		var tasks []scheduler.BatchTask
+		var tasks []schedapi.BatchTask
 		for i := 0; i < 12; i++ {
 			owner := 0
 			if i >= 6 {
 				owner = 1 + i%2
 			}
 			uri := cl.ownedBy(t, cl.ids[owner], fmt.Sprint("r", round, "-", i), 1)[0]
-			tasks = append(tasks, scheduler.BatchTask{Task: fmt.Sprintf("r%d-t%d", round, i), Split: sp(uri)})
+			tasks = append(tasks, schedapi.BatchTask{Task: fmt.Sprintf("r%d-t%d", round, i), Split: sp(uri)})
 		}
-		resp, err := c.PlaceBatch(ctx, scheduler.PlaceBatchRequest{Job: "etl", WaitMS: -1, Tasks: tasks})
+		resp, err := c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "etl", WaitMS: -1, Tasks: tasks})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var done []scheduler.CompleteTask
+		var done []schedapi.CompleteTask
 		for i, pl := range resp.Placements {
 			if !pl.Placed() {
 				t.Fatalf("%s deferred: %s", pl.Task, pl.Error)
@@ -189,10 +189,10 @@ func integration(t *testing.T, cl cluster) {
 			s.local += local
 			s.peer += peer
 			s.miss += miss
-			done = append(done, scheduler.CompleteTask{Task: pl.Task, LocalHitBytes: local, PeerHitBytes: peer, MissBytes: miss, DurationMS: 10})
+			done = append(done, schedapi.CompleteTask{Task: pl.Task, LocalHitBytes: local, PeerHitBytes: peer, MissBytes: miss, DurationMS: 10})
 		}
 		// Half through the batch call, half one by one (DESIGN's call).
-		cr, err := c.CompleteBatch(ctx, scheduler.CompleteBatchRequest{Job: "etl", Tasks: done[:6]})
+		cr, err := c.CompleteBatch(ctx, schedapi.CompleteBatchRequest{Job: "etl", Tasks: done[:6]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func integration(t *testing.T, cl cluster) {
 			}
 		}
 		for _, d := range done[6:] {
-			if _, err := c.Complete(ctx, scheduler.CompleteRequest{Job: "etl", Task: d.Task, LocalHitBytes: d.LocalHitBytes, PeerHitBytes: d.PeerHitBytes, MissBytes: d.MissBytes, DurationMS: d.DurationMS}); err != nil {
+			if _, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "etl", Task: d.Task, LocalHitBytes: d.LocalHitBytes, PeerHitBytes: d.PeerHitBytes, MissBytes: d.MissBytes, DurationMS: d.DurationMS}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -215,7 +215,7 @@ func integration(t *testing.T, cl cluster) {
 		t.Errorf("counters %d/%d/%d, want %d/%d/%d", got.DataLocalTasks, got.RackLocalTasks, got.OtherLocalTasks,
 			want["DATA_LOCAL"].tasks, want["RACK_LOCAL"].tasks, want["OTHER_LOCAL"].tasks)
 	}
-	for loc, st := range map[string]scheduler.LocalityStats{"DATA_LOCAL": got.ByLocality.DataLocal, "RACK_LOCAL": got.ByLocality.RackLocal, "OTHER_LOCAL": got.ByLocality.OtherLocal} {
+	for loc, st := range map[string]schedapi.LocalityStats{"DATA_LOCAL": got.ByLocality.DataLocal, "RACK_LOCAL": got.ByLocality.RackLocal, "OTHER_LOCAL": got.ByLocality.OtherLocal} {
 		w := want[loc]
 		if st.LocalHitBytes != w.local || st.PeerHitBytes != w.peer || st.MissBytes != w.miss || st.Completed != w.tasks {
 			t.Errorf("%s: %+v, want %+v", loc, st, *w)
@@ -247,7 +247,7 @@ func integration(t *testing.T, cl cluster) {
 	vid := cl.ids[victim]
 	var running []string
 	for i, uri := range cl.ownedBy(t, vid, "kill", 2) {
-		pl, err := c.Place(ctx, scheduler.PlaceRequest{Job: "kill", Task: fmt.Sprint("held", i), Split: sp(uri), WaitMS: 5000})
+		pl, err := c.Place(ctx, schedapi.PlaceRequest{Job: "kill", Task: fmt.Sprint("held", i), Split: sp(uri), WaitMS: 5000})
 		if err != nil || pl.Node != vid || pl.Locality != "DATA_LOCAL" {
 			t.Fatalf("held%d: %+v %v", i, pl, err)
 		}
@@ -260,7 +260,7 @@ func integration(t *testing.T, cl cluster) {
 	avoidedSince := time.Duration(-1)
 	for i := 0; ; i++ {
 		now := time.Since(killed)
-		pl, err := c.Place(ctx, scheduler.PlaceRequest{Job: "probe", Task: fmt.Sprint("p", i), Split: sp(probes[i%len(probes)]), WaitMS: -1})
+		pl, err := c.Place(ctx, schedapi.PlaceRequest{Job: "probe", Task: fmt.Sprint("p", i), Split: sp(probes[i%len(probes)]), WaitMS: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +269,7 @@ func integration(t *testing.T, cl cluster) {
 		} else if avoidedSince < 0 {
 			avoidedSince = now
 		}
-		if _, err := c.Complete(ctx, scheduler.CompleteRequest{Job: "probe", Task: pl.Task, Bytes: 1}); err != nil {
+		if _, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "probe", Task: pl.Task, Bytes: 1}); err != nil {
 			// A probe placed on the victim just before the scheduler
 			// declared it dead is lost, so its completion is unknown.
 			var se *schedulertest.StatusError
@@ -310,7 +310,7 @@ func integration(t *testing.T, cl cluster) {
 		t.Errorf("/v1/lost: %+v", lost)
 	}
 	for _, task := range running {
-		_, err := c.Complete(ctx, scheduler.CompleteRequest{Job: "kill", Task: task, Bytes: 1})
+		_, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "kill", Task: task, Bytes: 1})
 		var se *schedulertest.StatusError
 		if !errors.As(err, &se) || se.Code != 404 {
 			t.Errorf("complete of lost %s: %v, want 404", task, err)

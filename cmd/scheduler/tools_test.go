@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/locuscache/locus/pkg/node/nodetest"
-	"github.com/locuscache/locus/pkg/scheduler"
+	"github.com/locuscache/locus/pkg/schedapi"
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 )
 
@@ -42,12 +42,12 @@ func TestStandardTools(t *testing.T) {
 	waitAlive(t, c, 1, 10*time.Second)
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
-		pl, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: fmt.Sprint(i), Split: sp(fmt.Sprint("s3://b/", i))})
+		pl, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: fmt.Sprint(i), Split: sp(fmt.Sprint("s3://b/", i))})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if i < 3 {
-			if _, err := c.Complete(ctx, scheduler.CompleteRequest{Job: "j", Task: pl.Task, LocalHitBytes: 10, MissBytes: 5}); err != nil {
+			if _, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: pl.Task, LocalHitBytes: 10, MissBytes: 5}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -88,7 +88,7 @@ func TestTLSAndToken(t *testing.T) {
 	c := p.Client()
 	waitAlive(t, c, 1, 10*time.Second)
 	ctx := context.Background()
-	req := scheduler.PlaceRequest{Job: "j", Task: "t", Split: sp("s3://b/k")}
+	req := schedapi.PlaceRequest{Job: "j", Task: "t", Split: sp("s3://b/k")}
 	if _, err := c.Place(ctx, req); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("place without token: %v, want 401", err)
 	}

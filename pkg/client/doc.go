@@ -78,8 +78,8 @@
 //	sum, err := c.ReadSplit(ctx, p.Address, split, w)             // on the placed node
 //	_, err = sc.Complete(ctx, job, task, client.InfoFromSummary(sum, time.Since(start)))
 //
-// PlaceBatch and CompleteBatch do a stage in two calls, with the scheduler
-// package's allocation-light codec. A batch returns as soon as no node has
+// PlaceBatch and CompleteBatch do a stage in two calls, with the API's
+// allocation-light codec (pkg/schedapi). A batch returns as soon as no node has
 // a free slot: its remaining tasks come back deferred (Placed false) to be
 // resubmitted after some of the placed ones complete.
 //
@@ -91,7 +91,13 @@
 // (an HA follower; SchedulerConfig.FollowLeader resends the call to the
 // leader it names, X-Locus-Leader, and keeps using it). A scheduler that
 // cannot be reached is ErrSchedulerUnavailable too. These sentinels are
-// package scheduler's own, so errors.Is works with either name. Nothing
-// is retried otherwise: Place is not idempotent (a retried Place whose
-// first attempt got through is a 409).
+// pkg/schedapi's, which package scheduler exports under the same names, so
+// errors.Is works with any of them. Nothing is retried otherwise: Place is
+// not idempotent (a retried Place whose first attempt got through is a
+// 409).
+//
+// The package does not import pkg/scheduler: the API's types and codec come
+// from pkg/schedapi, which imports only the standard library, so an
+// executor that embeds this client does not link the scheduler's etcd
+// client, zap or memberlist (TestImportGraph checks it).
 package client

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/locuscache/locus/pkg/readpath"
-	"github.com/locuscache/locus/pkg/scheduler"
+	"github.com/locuscache/locus/pkg/schedapi"
 )
 
 // The scheduler's messages, as its JSON API defines them (DESIGN.md).
@@ -25,51 +25,52 @@ type (
 	// (Address is its gRPC address, for ReadSplit) until it is completed.
 	// In a PlaceBatch answer a deferred task has only Task and Error set
 	// (Placed reports false).
-	Placement = scheduler.Placement
+	Placement = schedapi.Placement
 	// CompleteResult is one task's result in CompleteBatch: its locality,
 	// or Error and the HTTP Status the task alone would have got.
-	CompleteResult = scheduler.CompleteResult
+	CompleteResult = schedapi.CompleteResult
 	// JobCounters are a job's locality counters and hit ratios.
-	JobCounters = scheduler.JobCounters
+	JobCounters = schedapi.JobCounters
 	// RingStatus is the scheduler's view of the ring: members with rack,
 	// state, slots in use and share; block size; replication; epoch.
-	RingStatus = scheduler.RingStatus
+	RingStatus = schedapi.RingStatus
 )
 
-// Sentinel errors of the scheduler calls. They are the scheduler package's
-// own sentinels, so errors.Is works with either name. Every error answer
+// Sentinel errors of the scheduler calls. They are the scheduler's API
+// sentinels (pkg/schedapi), which pkg/scheduler exports under the same
+// names, so errors.Is works with any of the three. Every error answer
 // comes back as a *SchedulerError wrapping the sentinel of its status.
 var (
 	// ErrBadRequest (400): the request does not validate (empty job or
 	// task, empty URI, negative offset, non-positive length, a task listed
 	// twice in a batch, negative byte counts). The message names the
 	// problem.
-	ErrBadRequest = scheduler.ErrBadRequest
+	ErrBadRequest = schedapi.ErrBadRequest
 	// ErrUnauthorized (401): a mutating call without the right bearer
 	// token (SchedulerConfig.Token).
-	ErrUnauthorized = scheduler.ErrUnauthorized
+	ErrUnauthorized = schedapi.ErrUnauthorized
 	// ErrNotFound (404): an unknown job, or a task the scheduler does not
 	// hold (never placed, completed already, lost).
-	ErrNotFound = scheduler.ErrNotFound
+	ErrNotFound = schedapi.ErrNotFound
 	// ErrConflict (409): the task is already queued or running (Place), or
 	// still waiting for its placement (Complete).
-	ErrConflict = scheduler.ErrConflict
+	ErrConflict = schedapi.ErrConflict
 	// ErrTooLarge (413): the request body is over the scheduler's limit.
-	ErrTooLarge = scheduler.ErrTooLarge
+	ErrTooLarge = schedapi.ErrTooLarge
 	// ErrNoNode (503): no node can take the task: no alive cache node
 	// with slots, or none freed a slot in time, or the queue is full.
 	// Retry later.
-	ErrNoNode = scheduler.ErrNoNode
+	ErrNoNode = schedapi.ErrNoNode
 	// ErrNotLeader (503): the scheduler is a follower; SchedulerError.Leader
 	// names the leader's HTTP address when one is elected. With
 	// SchedulerConfig.FollowLeader the client resends the call there
 	// itself.
-	ErrNotLeader = scheduler.ErrNotLeader
+	ErrNotLeader = schedapi.ErrNotLeader
 	// ErrSchedulerUnavailable: the scheduler cannot be reached (connection
 	// refused, timeout), or answered 503 for another reason (starting,
 	// stopping, block size mismatch, etcd down), or a proxy answered
 	// 502/504. Every 503 wraps it, ErrNoNode and ErrNotLeader included.
-	ErrSchedulerUnavailable = scheduler.ErrUnavailable
+	ErrSchedulerUnavailable = schedapi.ErrUnavailable
 )
 
 // SchedulerError is an error answer of the scheduler (any status other
@@ -292,8 +293,8 @@ func durationMS(d time.Duration) int64 {
 	return d.Milliseconds()
 }
 
-func schedSplit(sp Split) scheduler.Split {
-	return scheduler.Split{URI: sp.URI, Offset: sp.Offset, Length: sp.Length}
+func schedSplit(sp Split) schedapi.Split {
+	return schedapi.Split{URI: sp.URI, Offset: sp.Offset, Length: sp.Length}
 }
 
 // Place asks where a task of job reading split should run (POST
@@ -307,7 +308,7 @@ func schedSplit(sp Split) scheduler.Split {
 // wait), ErrNotLeader, ErrUnauthorized, ErrSchedulerUnavailable, or the
 // context's error.
 func (s *Scheduler) Place(ctx context.Context, job, task string, split Split, wait time.Duration) (Placement, error) {
-	body, err := json.Marshal(scheduler.PlaceRequest{Job: job, Task: task, Split: schedSplit(split), WaitMS: waitMS(wait)})
+	body, err := json.Marshal(schedapi.PlaceRequest{Job: job, Task: task, Split: schedSplit(split), WaitMS: waitMS(wait)})
 	if err != nil {
 		return Placement{}, err
 	}
@@ -333,16 +334,16 @@ func (s *Scheduler) Place(ctx context.Context, job, task string, split Split, wa
 //
 // Errors (for the whole batch) are Place's.
 func (s *Scheduler) PlaceBatch(ctx context.Context, job string, tasks []BatchTask, wait time.Duration) ([]Placement, error) {
-	req := scheduler.PlaceBatchRequest{Job: job, WaitMS: waitMS(wait), Tasks: make([]scheduler.BatchTask, len(tasks))}
+	req := schedapi.PlaceBatchRequest{Job: job, WaitMS: waitMS(wait), Tasks: make([]schedapi.BatchTask, len(tasks))}
 	for i, t := range tasks {
-		req.Tasks[i] = scheduler.BatchTask{Task: t.Task, Split: schedSplit(t.Split)}
+		req.Tasks[i] = schedapi.BatchTask{Task: t.Task, Split: schedSplit(t.Split)}
 	}
-	body := scheduler.AppendPlaceBatchRequest(make([]byte, 0, 64+len(tasks)*128), &req)
+	body := schedapi.AppendPlaceBatchRequest(make([]byte, 0, 64+len(tasks)*128), &req)
 	raw, err := s.do(ctx, http.MethodPost, "/v1/place/batch", body, wait)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := scheduler.DecodePlaceBatchResponse(raw)
+	resp, err := schedapi.DecodePlaceBatchResponse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: decoding the answer to /v1/place/batch: %w", err)
 	}
@@ -362,7 +363,7 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, job string, tasks []BatchTas
 // placement), ErrBadRequest (negative counts, Bytes below their sum),
 // ErrNotLeader, ErrUnauthorized, ErrSchedulerUnavailable.
 func (s *Scheduler) Complete(ctx context.Context, job, task string, info CompleteInfo) (string, error) {
-	body, err := json.Marshal(scheduler.CompleteRequest{
+	body, err := json.Marshal(schedapi.CompleteRequest{
 		Job: job, Task: task, Bytes: info.Bytes, LocalHitBytes: info.LocalHit, PeerHitBytes: info.PeerHit,
 		MissBytes: info.Miss, DurationMS: durationMS(info.Duration),
 	})
@@ -373,7 +374,7 @@ func (s *Scheduler) Complete(ctx context.Context, job, task string, info Complet
 	if err != nil {
 		return "", err
 	}
-	var resp scheduler.CompleteResponse
+	var resp schedapi.CompleteResponse
 	if err := decode(raw, &resp, "/v1/complete"); err != nil {
 		return "", err
 	}
@@ -386,19 +387,19 @@ func (s *Scheduler) Complete(ctx context.Context, job, task string, info Complet
 // have got (404, 409) and does not fail the others. The call fails as a
 // whole for bad input (ErrBadRequest) and Complete's other errors.
 func (s *Scheduler) CompleteBatch(ctx context.Context, job string, tasks []CompletedTask) ([]CompleteResult, error) {
-	req := scheduler.CompleteBatchRequest{Job: job, Tasks: make([]scheduler.CompleteTask, len(tasks))}
+	req := schedapi.CompleteBatchRequest{Job: job, Tasks: make([]schedapi.CompleteTask, len(tasks))}
 	for i, t := range tasks {
-		req.Tasks[i] = scheduler.CompleteTask{
+		req.Tasks[i] = schedapi.CompleteTask{
 			Task: t.Task, Bytes: t.Bytes, LocalHitBytes: t.LocalHit, PeerHitBytes: t.PeerHit,
 			MissBytes: t.Miss, DurationMS: durationMS(t.Duration),
 		}
 	}
-	body := scheduler.AppendCompleteBatchRequest(make([]byte, 0, 64+len(tasks)*128), &req)
+	body := schedapi.AppendCompleteBatchRequest(make([]byte, 0, 64+len(tasks)*128), &req)
 	raw, err := s.do(ctx, http.MethodPost, "/v1/complete/batch", body, 0)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := scheduler.DecodeCompleteBatchResponse(raw)
+	resp, err := schedapi.DecodeCompleteBatchResponse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: decoding the answer to /v1/complete/batch: %w", err)
 	}
@@ -521,7 +522,7 @@ func (s *Scheduler) once(ctx context.Context, base *url.URL, method, path string
 		return raw, nil
 	}
 	se := &SchedulerError{Method: method, Path: path, Status: resp.StatusCode, Leader: resp.Header.Get("X-Locus-Leader")}
-	var er scheduler.ErrorResponse
+	var er schedapi.ErrorResponse
 	if json.Unmarshal(raw, &er) == nil && er.Error != "" {
 		se.Message = er.Error
 		if se.Leader == "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/placement"
 	"github.com/locuscache/locus/pkg/ring"
+	"github.com/locuscache/locus/pkg/schedapi"
 	"github.com/locuscache/locus/pkg/scheduler"
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 )
@@ -24,7 +25,7 @@ import (
 //	BenchmarkThroughput/placer        placement.Placer alone (ring lookups included)
 //	BenchmarkThroughput/service       Scheduler.PlaceBatch + CompleteBatch, no HTTP
 //	BenchmarkThroughput/http          POST /v1/place/batch + /v1/complete/batch over loopback, JSON both
-//	                                  ways; the client uses the package's batch codec (AppendPlaceBatchRequest,
+//	                                  ways; the client uses schedapi's batch codec (AppendPlaceBatchRequest,
 //	                                  DecodePlaceBatchResponse, ...)
 //	BenchmarkThroughput/http-stdjson  the same with an encoding/json client
 //	BenchmarkThroughput/http-server   the same with pre-encoded requests and unread answers: the server's cost
@@ -43,21 +44,21 @@ func benchViews(b *testing.B) *schedulertest.Views {
 		schedulertest.Node("n1", "r1", benchBatch), schedulertest.Node("n2", "r1", benchBatch), schedulertest.Node("n3", "r2", benchBatch))
 }
 
-func benchTasks() []scheduler.BatchTask {
-	tasks := make([]scheduler.BatchTask, benchBatch)
+func benchTasks() []schedapi.BatchTask {
+	tasks := make([]schedapi.BatchTask, benchBatch)
 	for i := range tasks {
 		// 200 files of 8 splits of 64 MiB: realistic URIs and offsets.
-		tasks[i] = scheduler.BatchTask{Task: fmt.Sprintf("stage-1/task-%05d", i), Split: scheduler.Split{
+		tasks[i] = schedapi.BatchTask{Task: fmt.Sprintf("stage-1/task-%05d", i), Split: schedapi.Split{
 			URI: fmt.Sprintf("s3://warehouse/db/events/date=2026-01-%02d/part-%05d.parquet", i%28+1, i/8), Offset: int64(i%8) * 64 << 20, Length: 64 << 20,
 		}}
 	}
 	return tasks
 }
 
-func completions(tasks []scheduler.BatchTask) []scheduler.CompleteTask {
-	out := make([]scheduler.CompleteTask, len(tasks))
+func completions(tasks []schedapi.BatchTask) []schedapi.CompleteTask {
+	out := make([]schedapi.CompleteTask, len(tasks))
 	for i, t := range tasks {
-		out[i] = scheduler.CompleteTask{Task: t.Task, Bytes: 64 << 20, LocalHitBytes: 60 << 20, PeerHitBytes: 3 << 20, MissBytes: 1 << 20, DurationMS: 900}
+		out[i] = schedapi.CompleteTask{Task: t.Task, Bytes: 64 << 20, LocalHitBytes: 60 << 20, PeerHitBytes: 3 << 20, MissBytes: 1 << 20, DurationMS: 900}
 	}
 	return out
 }
@@ -108,11 +109,11 @@ func BenchmarkThroughput(b *testing.B) {
 		b.ReportAllocs()
 		start := time.Now()
 		for b.Loop() {
-			resp, err := s.PlaceBatch(ctx, scheduler.PlaceBatchRequest{Job: "bench", Tasks: tasks})
+			resp, err := s.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "bench", Tasks: tasks})
 			if err != nil || !resp.Placements[len(tasks)-1].Placed() {
 				b.Fatal(err)
 			}
-			if _, err := s.CompleteBatch(ctx, scheduler.CompleteBatchRequest{Job: "bench", Tasks: done}); err != nil {
+			if _, err := s.CompleteBatch(ctx, schedapi.CompleteBatchRequest{Job: "bench", Tasks: done}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -125,11 +126,11 @@ func BenchmarkThroughput(b *testing.B) {
 		b.ReportAllocs()
 		start := time.Now()
 		for b.Loop() {
-			resp, err := c.PlaceBatch(ctx, scheduler.PlaceBatchRequest{Job: "bench", Tasks: tasks})
+			resp, err := c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "bench", Tasks: tasks})
 			if err != nil || len(resp.Placements) != len(tasks) || !resp.Placements[len(tasks)-1].Placed() {
 				b.Fatal(err)
 			}
-			cr, err := c.CompleteBatch(ctx, scheduler.CompleteBatchRequest{Job: "bench", Tasks: done})
+			cr, err := c.CompleteBatch(ctx, schedapi.CompleteBatchRequest{Job: "bench", Tasks: done})
 			if err != nil || cr.Results[0].Status != 200 {
 				b.Fatal(err)
 			}
@@ -144,11 +145,11 @@ func BenchmarkThroughput(b *testing.B) {
 		b.ReportAllocs()
 		start := time.Now()
 		for b.Loop() {
-			resp, err := c.PlaceBatch(ctx, scheduler.PlaceBatchRequest{Job: "bench", Tasks: tasks})
+			resp, err := c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "bench", Tasks: tasks})
 			if err != nil || len(resp.Placements) != len(tasks) || !resp.Placements[len(tasks)-1].Placed() {
 				b.Fatal(err)
 			}
-			cr, err := c.CompleteBatch(ctx, scheduler.CompleteBatchRequest{Job: "bench", Tasks: done})
+			cr, err := c.CompleteBatch(ctx, schedapi.CompleteBatchRequest{Job: "bench", Tasks: done})
 			if err != nil || cr.Results[0].Status != 200 {
 				b.Fatal(err)
 			}
@@ -159,8 +160,8 @@ func BenchmarkThroughput(b *testing.B) {
 	b.Run("http-server", func(b *testing.B) {
 		s := schedulertest.Start(b, scheduler.Config{Membership: benchViews(b)})
 		base := "http://" + s.HTTPAddr()
-		placeBody, _ := json.Marshal(scheduler.PlaceBatchRequest{Job: "bench", Tasks: tasks})
-		doneBody, _ := json.Marshal(scheduler.CompleteBatchRequest{Job: "bench", Tasks: done})
+		placeBody, _ := json.Marshal(schedapi.PlaceBatchRequest{Job: "bench", Tasks: tasks})
+		doneBody, _ := json.Marshal(schedapi.CompleteBatchRequest{Job: "bench", Tasks: done})
 		hc := schedulertest.NewClient(s.HTTPAddr()).HTTP
 		post := func(path string, body []byte) {
 			resp, err := hc.Post(base+path, "application/json", bytes.NewReader(body))
@@ -205,11 +206,11 @@ func BenchmarkThroughput(b *testing.B) {
 					}
 					t := tasks[i%len(tasks)]
 					id := fmt.Sprintf("%s/%d", t.Task, i)
-					if _, err := c.Place(ctx, scheduler.PlaceRequest{Job: "single", Task: id, Split: t.Split}); err != nil {
+					if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "single", Task: id, Split: t.Split}); err != nil {
 						b.Error(err)
 						return
 					}
-					if _, err := c.Complete(ctx, scheduler.CompleteRequest{Job: "single", Task: id, Bytes: 1}); err != nil {
+					if _, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "single", Task: id, Bytes: 1}); err != nil {
 						b.Error(err)
 						return
 					}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/placement"
+	"github.com/locuscache/locus/pkg/schedapi"
 )
 
 // Defaults for the zero fields of Config (DESIGN.md fixes the addresses and
@@ -38,9 +39,9 @@ const (
 	DefaultEtcdSessionTTL    = 5 * time.Second
 	DefaultEtcdDialTimeout   = 5 * time.Second
 	DefaultEtcdOpTimeout     = 5 * time.Second
-	// Limits on names in requests.
-	MaxNameLen = 256  // job and task ids
-	MaxURILen  = 4096 // split URIs
+	// Limits on names in requests (schedapi's).
+	MaxNameLen = schedapi.MaxNameLen // job and task ids
+	MaxURILen  = schedapi.MaxURILen  // split URIs
 )
 
 // NoLocalityWait, as Config.LocalityWait, means tasks do not wait for a
@@ -152,8 +153,9 @@ type Config struct {
 	MaxBatchBodyBytes int64
 
 	// AuthToken, if set, is the bearer token mutating calls (POST, and the
-	// gRPC Place, PlaceBatch and Complete) must carry: "Authorization:
-	// Bearer <token>". Reads (GET, JobCounters, Ring) stay open.
+	// gRPC Place, PlaceBatch, Complete and CompleteBatch) must carry:
+	// "Authorization: Bearer <token>". Reads (GET, JobCounters, Ring) stay
+	// open.
 	AuthToken string
 
 	// Etcd enables high availability: leader election, the cluster config

@@ -173,18 +173,23 @@
 //
 // # JSON
 //
-// The hot calls decode their bodies with a small fast path (fastjson.go)
-// that accepts the plain form every encoder writes and falls back to
-// encoding/json, with DisallowUnknownFields, for anything else; it never
-// accepts what encoding/json would decode differently (a differential
-// fuzz test checks it). Answers are encoded byte-for-byte as
-// encoding/json would. Go clients can use AppendPlaceBatchRequest,
-// DecodePlaceBatchResponse and friends (codec.go). Measured on the shared
-// 2-core test machine (go test -bench Throughput, client and server in one
-// process): 70-105k placements/s through POST /v1/place/batch +
-// /v1/complete/batch with 1000-task batches and this codec in the client,
-// 52-55k/s with an encoding/json client, 150-165k/s of server capacity
-// (client cost excluded); see bench_test.go.
+// The API's messages, their validation and their codec are package
+// schedapi, shared with the clients (pkg/client imports it, not this
+// package, so executors do not link etcd, zap or memberlist). The hot
+// calls decode their bodies with schedapi's fast path, which accepts the
+// plain form every encoder writes and falls back to encoding/json, with
+// DisallowUnknownFields, for anything else; it never accepts what
+// encoding/json would decode differently (a differential fuzz test checks
+// it). Answers are encoded byte-for-byte as encoding/json would. Go
+// clients use schedapi.AppendPlaceBatchRequest, DecodePlaceBatchResponse
+// and friends. The sentinels of error answers (ErrBadRequest, ErrNotFound,
+// ...) are schedapi's, exported here under the same names.
+//
+// Measured on the shared 2-core test machine (go test -bench Throughput,
+// client and server in one process): 70-105k placements/s through POST
+// /v1/place/batch + /v1/complete/batch with 1000-task batches and this
+// codec in the client, 52-55k/s with an encoding/json client, 150-165k/s
+// of server capacity (client cost excluded); see bench_test.go.
 //
 // # Metrics
 //

@@ -6,12 +6,15 @@ import (
 	"net/http"
 
 	"github.com/locuscache/locus/pkg/placement"
+	"github.com/locuscache/locus/pkg/schedapi"
 )
 
 // Sentinel errors. Every error the Scheduler's methods return wraps one of
 // these (or one of placement's) with the detail an operator or a client
 // needs; compare with errors.Is. StatusOf maps them onto HTTP status codes,
-// grpcStatus onto gRPC codes.
+// grpcStatus onto gRPC codes. Those of the API's error answers are
+// schedapi's sentinels under the same names (the same values: errors.Is
+// agrees across schedapi, scheduler and client).
 var (
 	// ErrInvalidConfig: a Config field is out of range or two fields
 	// contradict each other. Returned by New.
@@ -22,45 +25,45 @@ var (
 	// or URI, negative offset, non-positive length, too many tasks, a task
 	// listed twice in one batch, negative byte counts). HTTP 400, gRPC
 	// INVALID_ARGUMENT.
-	ErrBadRequest = errors.New("bad request")
+	ErrBadRequest = schedapi.ErrBadRequest
 
 	// ErrTooLarge: a request body over the size limit (Config.MaxBodyBytes
 	// or MaxBatchBodyBytes). HTTP 413, gRPC RESOURCE_EXHAUSTED.
-	ErrTooLarge = errors.New("request body too large")
+	ErrTooLarge = schedapi.ErrTooLarge
 
 	// ErrUnauthorized: a mutating call without the bearer token configured
 	// with --auth-token-file. HTTP 401, gRPC UNAUTHENTICATED.
-	ErrUnauthorized = errors.New("missing or wrong bearer token")
+	ErrUnauthorized = schedapi.ErrUnauthorized
 
 	// ErrNotFound: an unknown job, or a task the scheduler does not hold
 	// (never placed, already completed, or lost). Wraps
 	// placement.ErrUnknownJob or placement.ErrUnknownTask as well. HTTP
 	// 404, gRPC NOT_FOUND.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = schedapi.ErrNotFound
 
 	// ErrConflict: the (job, task) is already queued or running (Place), or
 	// is still waiting for its placement (Complete). HTTP 409, gRPC
 	// ALREADY_EXISTS (Place) or FAILED_PRECONDITION (Complete).
-	ErrConflict = errors.New("conflict")
+	ErrConflict = schedapi.ErrConflict
 
 	// ErrNoNode: no node can take the task: no alive cache node with slots
 	// (at once), or none freed a slot the task may use within
 	// Config.MaxQueueWait, or the queue is full. HTTP 503, gRPC
 	// UNAVAILABLE.
-	ErrNoNode = errors.New("no node available")
+	ErrNoNode = schedapi.ErrNoNode
 
 	// ErrNotLeader: with etcd, this scheduler is a follower; the error is a
 	// *NotLeaderError naming the leader. HTTP 503 with the leader's address
 	// in the body and the X-Locus-Leader header, gRPC FAILED_PRECONDITION
 	// with the x-locus-leader trailer.
-	ErrNotLeader = errors.New("not the leader")
+	ErrNotLeader = schedapi.ErrNotLeader
 
 	// ErrUnavailable: the scheduler cannot serve the call right now: it is
 	// starting or stopping, the cluster's block size differs from the
 	// configured one, or the counters could not be persisted to etcd (the
 	// call's effect is then not guaranteed durable; a failover may lose
 	// it). HTTP 503, gRPC UNAVAILABLE.
-	ErrUnavailable = errors.New("scheduler unavailable")
+	ErrUnavailable = schedapi.ErrUnavailable
 
 	// ErrStopped: Shutdown was called.
 	ErrStopped = errors.New("scheduler stopped")

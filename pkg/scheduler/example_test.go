@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/locuscache/locus/pkg/schedapi"
 	"github.com/locuscache/locus/pkg/scheduler"
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 )
@@ -28,15 +29,15 @@ func Example() {
 	}
 	defer s.Shutdown(ctx)
 
-	p, err := s.Place(ctx, scheduler.PlaceRequest{
+	p, err := s.Place(ctx, schedapi.PlaceRequest{
 		Job: "q1", Task: "map-0",
-		Split: scheduler.Split{URI: "s3://lake/events/part-0.parquet", Offset: 0, Length: 64 << 20},
+		Split: schedapi.Split{URI: "s3://lake/events/part-0.parquet", Offset: 0, Length: 64 << 20},
 	})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(p.Locality, p.Node == p.Owner)
-	c, err := s.Complete(ctx, scheduler.CompleteRequest{Job: "q1", Task: "map-0", LocalHitBytes: 48 << 20, MissBytes: 16 << 20})
+	c, err := s.Complete(ctx, schedapi.CompleteRequest{Job: "q1", Task: "map-0", LocalHitBytes: 48 << 20, MissBytes: 16 << 20})
 	if err != nil {
 		panic(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/ring"
+	"github.com/locuscache/locus/pkg/schedapi"
 	"github.com/locuscache/locus/pkg/scheduler"
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 )
@@ -59,11 +60,11 @@ func TestPlaceCompleteCounters(t *testing.T) {
 	for round := 0; round < 10; round++ {
 		// Six tasks fill the six slots; waits of -1 let them go anywhere
 		// at once, so some run off their owner.
-		var ps []scheduler.Placement
+		var ps []schedapi.Placement
 		for i := 0; i < 6; i++ {
-			p, err := c.Place(ctx, scheduler.PlaceRequest{
+			p, err := c.Place(ctx, schedapi.PlaceRequest{
 				Job: "q1", Task: fmt.Sprintf("r%d-t%d", round, i),
-				Split:  scheduler.Split{URI: fmt.Sprintf("s3://b/f%d", rng.IntN(1000)), Offset: 0, Length: 1 << 20},
+				Split:  schedapi.Split{URI: fmt.Sprintf("s3://b/f%d", rng.IntN(1000)), Offset: 0, Length: 1 << 20},
 				WaitMS: -1,
 			})
 			if err != nil {
@@ -79,7 +80,7 @@ func TestPlaceCompleteCounters(t *testing.T) {
 		}
 		for i, p := range ps {
 			l, pe, m := outcome(p.Locality, i)
-			r, err := c.Complete(ctx, scheduler.CompleteRequest{Job: "q1", Task: p.Task, LocalHitBytes: l, PeerHitBytes: pe, MissBytes: m, DurationMS: 5})
+			r, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "q1", Task: p.Task, LocalHitBytes: l, PeerHitBytes: pe, MissBytes: m, DurationMS: 5})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +110,7 @@ func TestPlaceCompleteCounters(t *testing.T) {
 		check("completed", got.Completed, 60)
 		check("running", got.Running, 0)
 		var all sum
-		for loc, st := range map[string]scheduler.LocalityStats{"DATA_LOCAL": got.ByLocality.DataLocal, "RACK_LOCAL": got.ByLocality.RackLocal, "OTHER_LOCAL": got.ByLocality.OtherLocal} {
+		for loc, st := range map[string]schedapi.LocalityStats{"DATA_LOCAL": got.ByLocality.DataLocal, "RACK_LOCAL": got.ByLocality.RackLocal, "OTHER_LOCAL": got.ByLocality.OtherLocal} {
 			w := want[loc]
 			check(loc+" local bytes", st.LocalHitBytes, w.local)
 			check(loc+" peer bytes", st.PeerHitBytes, w.peer)
@@ -146,13 +147,13 @@ func TestQueuedUntilComplete(t *testing.T) {
 	_, c := startWith(t, views, nil)
 	ctx := context.Background()
 	uris := ownedBy(t, views.View(), "n1", 2)
-	a, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "a", Split: split(uris[0]), WaitMS: 5000})
+	a, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "a", Split: split(uris[0]), WaitMS: 5000})
 	if err != nil || a.Node != "n1" || a.Locality != "DATA_LOCAL" {
 		t.Fatalf("a: %+v %v", a, err)
 	}
-	got := make(chan scheduler.Placement, 1)
+	got := make(chan schedapi.Placement, 1)
 	go func() {
-		b, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "b", Split: split(uris[1]), WaitMS: 5000})
+		b, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "b", Split: split(uris[1]), WaitMS: 5000})
 		if err != nil {
 			t.Error(err)
 		}
@@ -169,7 +170,7 @@ func TestQueuedUntilComplete(t *testing.T) {
 		t.Errorf("queued = %d, want 1", cnt.Queued)
 	}
 	done := time.Now()
-	if _, err := c.Complete(ctx, scheduler.CompleteRequest{Job: "j", Task: "a", Bytes: 1}); err != nil {
+	if _, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: "a", Bytes: 1}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -198,10 +199,10 @@ func TestLocalityLadder(t *testing.T) {
 	ctx := context.Background()
 	uris := ownedBy(t, views.View(), "n1", 3)
 	const wait = 200
-	place := func(task, uri string) (scheduler.Placement, time.Duration) {
+	place := func(task, uri string) (schedapi.Placement, time.Duration) {
 		t.Helper()
 		start := time.Now()
-		p, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: task, Split: split(uri), WaitMS: wait})
+		p, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: task, Split: split(uri), WaitMS: wait})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,12 +238,12 @@ func TestBatchDeferral(t *testing.T) {
 	t.Run("no free slot", func(t *testing.T) {
 		views := schedulertest.NewViews(t, schedulertest.Node("n1", "r1", 3))
 		_, c := startWith(t, views, nil)
-		tasks := make([]scheduler.BatchTask, 5)
+		tasks := make([]schedapi.BatchTask, 5)
 		for i := range tasks {
-			tasks[i] = scheduler.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://b/", i))}
+			tasks[i] = schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://b/", i))}
 		}
 		start := time.Now()
-		resp, err := c.PlaceBatch(ctx, scheduler.PlaceBatchRequest{Job: "j", Tasks: tasks})
+		resp, err := c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", Tasks: tasks})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,11 +271,11 @@ func TestBatchDeferral(t *testing.T) {
 		if cnt.Queued != 0 || cnt.Running != 3 {
 			t.Errorf("queued %d running %d, want 0 and 3", cnt.Queued, cnt.Running)
 		}
-		var done []scheduler.CompleteTask
+		var done []schedapi.CompleteTask
 		for _, id := range placed {
-			done = append(done, scheduler.CompleteTask{Task: id, Bytes: 1, LocalHitBytes: 1})
+			done = append(done, schedapi.CompleteTask{Task: id, Bytes: 1, LocalHitBytes: 1})
 		}
-		cr, err := c.CompleteBatch(ctx, scheduler.CompleteBatchRequest{Job: "j", Tasks: done})
+		cr, err := c.CompleteBatch(ctx, schedapi.CompleteBatchRequest{Job: "j", Tasks: done})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +284,7 @@ func TestBatchDeferral(t *testing.T) {
 				t.Errorf("complete %+v", r)
 			}
 		}
-		var again []scheduler.BatchTask
+		var again []schedapi.BatchTask
 		for _, tk := range tasks {
 			for _, id := range deferred {
 				if tk.Task == id {
@@ -291,7 +292,7 @@ func TestBatchDeferral(t *testing.T) {
 				}
 			}
 		}
-		resp, err = c.PlaceBatch(ctx, scheduler.PlaceBatchRequest{Job: "j", Tasks: again})
+		resp, err = c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", Tasks: again})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +308,7 @@ func TestBatchDeferral(t *testing.T) {
 		_, c := startWith(t, views, nil)
 		uris := ownedBy(t, views.View(), "n1", 2)
 		start := time.Now()
-		resp, err := c.PlaceBatch(ctx, scheduler.PlaceBatchRequest{Job: "j", WaitMS: 200, Tasks: []scheduler.BatchTask{
+		resp, err := c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", WaitMS: 200, Tasks: []schedapi.BatchTask{
 			{Task: "a", Split: split(uris[0])}, {Task: "b", Split: split(uris[1])},
 		}})
 		if err != nil {
@@ -339,11 +340,11 @@ func TestNodeLeaves(t *testing.T) {
 	views := schedulertest.NewViews(t, n1, n2, n3)
 	_, c := startWith(t, views, func(cfg *scheduler.Config) { cfg.MaxQueueWait = 200 * time.Millisecond })
 	ctx := context.Background()
-	var tasks []scheduler.BatchTask
+	var tasks []schedapi.BatchTask
 	for i := 0; i < 12; i++ {
-		tasks = append(tasks, scheduler.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://b/x", i))})
+		tasks = append(tasks, schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://b/x", i))})
 	}
-	resp, err := c.PlaceBatch(ctx, scheduler.PlaceBatchRequest{Job: "j", WaitMS: -1, Tasks: tasks})
+	resp, err := c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", WaitMS: -1, Tasks: tasks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +394,7 @@ func TestNodeLeaves(t *testing.T) {
 		}
 	}
 	for task := range onN2 {
-		if _, err := c.Complete(ctx, scheduler.CompleteRequest{Job: "j", Task: task, Bytes: 1}); statusOf(err) != 404 {
+		if _, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: task, Bytes: 1}); statusOf(err) != 404 {
 			t.Errorf("complete of lost %s: %v, want 404", task, err)
 		}
 	}
@@ -403,7 +404,7 @@ func TestNodeLeaves(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	for i := 0; i < 20; i++ {
-		p, err := c.Place(ctx, scheduler.PlaceRequest{Job: "k", Task: fmt.Sprint(i), Split: split(fmt.Sprint("s3://b/y", i)), WaitMS: -1})
+		p, err := c.Place(ctx, schedapi.PlaceRequest{Job: "k", Task: fmt.Sprint(i), Split: split(fmt.Sprint("s3://b/y", i)), WaitMS: -1})
 		if statusOf(err) == 503 {
 			break // n3 is full
 		}
@@ -416,7 +417,7 @@ func TestNodeLeaves(t *testing.T) {
 	}
 	for _, p := range resp.Placements {
 		if p.Node == "n1" {
-			if _, err := c.Complete(ctx, scheduler.CompleteRequest{Job: "j", Task: p.Task, Bytes: 1}); err != nil {
+			if _, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: p.Task, Bytes: 1}); err != nil {
 				t.Errorf("complete on draining n1: %v", err)
 			}
 		}
@@ -448,7 +449,7 @@ func TestConcurrentClients(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
 				id := fmt.Sprintf("w%d-%d", w, i)
-				p, err := c.Place(ctx, scheduler.PlaceRequest{Job: fmt.Sprint("job", w%3), Task: id, Split: split(fmt.Sprint("s3://b/", i%17))})
+				p, err := c.Place(ctx, schedapi.PlaceRequest{Job: fmt.Sprint("job", w%3), Task: id, Split: split(fmt.Sprint("s3://b/", i%17))})
 				if err != nil {
 					t.Error(err)
 					return
@@ -458,7 +459,7 @@ func TestConcurrentClients(t *testing.T) {
 						t.Errorf("%s: %d slots in use of %d", m.Node, m.SlotsInUse, m.Slots)
 					}
 				}
-				if _, err := c.Complete(ctx, scheduler.CompleteRequest{Job: fmt.Sprint("job", w%3), Task: p.Task, LocalHitBytes: 1}); err != nil {
+				if _, err := c.Complete(ctx, schedapi.CompleteRequest{Job: fmt.Sprint("job", w%3), Task: p.Task, LocalHitBytes: 1}); err != nil {
 					t.Error(err)
 					return
 				}

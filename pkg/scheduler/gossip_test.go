@@ -8,12 +8,13 @@ import (
 
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/membership/membershiptest"
+	"github.com/locuscache/locus/pkg/schedapi"
 	"github.com/locuscache/locus/pkg/scheduler"
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 )
 
 // waitRing waits until the scheduler sees n placeable cache nodes.
-func waitRing(t *testing.T, c *schedulertest.Client, n int, timeout time.Duration) scheduler.RingStatus {
+func waitRing(t *testing.T, c *schedulertest.Client, n int, timeout time.Duration) schedapi.RingStatus {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -52,11 +53,11 @@ func TestGossipNodeCrash(t *testing.T) {
 		t.Errorf("ring epoch %x block size %d", r.Epoch, r.BlockSize)
 	}
 	ctx := context.Background()
-	var tasks []scheduler.BatchTask
+	var tasks []schedapi.BatchTask
 	for i := 0; i < 12; i++ { // 3 nodes x 4 slots
-		tasks = append(tasks, scheduler.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://b/o", i))})
+		tasks = append(tasks, schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://b/o", i))})
 	}
-	resp, err := c.PlaceBatch(ctx, scheduler.PlaceBatchRequest{Job: "j", WaitMS: -1, Tasks: tasks})
+	resp, err := c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", WaitMS: -1, Tasks: tasks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,17 +95,17 @@ func TestGossipNodeCrash(t *testing.T) {
 	}
 	// New tasks go to the freed slots of the survivors only: complete n1's
 	// and n3's tasks, then place 8 more.
-	var done []scheduler.CompleteTask
+	var done []schedapi.CompleteTask
 	for _, p := range resp.Placements {
 		if p.Node != "n2" {
-			done = append(done, scheduler.CompleteTask{Task: p.Task, LocalHitBytes: 1})
+			done = append(done, schedapi.CompleteTask{Task: p.Task, LocalHitBytes: 1})
 		}
 	}
-	if _, err := c.CompleteBatch(ctx, scheduler.CompleteBatchRequest{Job: "j", Tasks: done}); err != nil {
+	if _, err := c.CompleteBatch(ctx, schedapi.CompleteBatchRequest{Job: "j", Tasks: done}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 8; i++ {
-		p, err := c.Place(ctx, scheduler.PlaceRequest{Job: "k", Task: fmt.Sprint(i), Split: split(fmt.Sprint("s3://b/p", i)), WaitMS: -1})
+		p, err := c.Place(ctx, schedapi.PlaceRequest{Job: "k", Task: fmt.Sprint(i), Split: split(fmt.Sprint("s3://b/p", i)), WaitMS: -1})
 		if err != nil {
 			t.Fatalf("place %d after the crash: %v", i, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/locuscache/locus/pkg/placement"
+	"github.com/locuscache/locus/pkg/schedapi"
 	schedulerv1 "github.com/locuscache/locus/proto/scheduler/v1"
 )
 
@@ -116,11 +117,11 @@ func isOurs(err error) bool {
 	return StatusOf(err) != http.StatusInternalServerError || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-func splitFrom(sp *schedulerv1.Split) Split {
+func splitFrom(sp *schedulerv1.Split) schedapi.Split {
 	if sp == nil {
-		return Split{}
+		return schedapi.Split{}
 	}
-	return Split{URI: sp.GetUri(), Offset: sp.GetOffset(), Length: sp.GetLength()}
+	return schedapi.Split{URI: sp.GetUri(), Offset: sp.GetOffset(), Length: sp.GetLength()}
 }
 
 func localityPB(s string) schedulerv1.Locality {
@@ -135,7 +136,7 @@ func localityPB(s string) schedulerv1.Locality {
 	return schedulerv1.Locality_LOCALITY_UNSPECIFIED
 }
 
-func placementPB(p *Placement) *schedulerv1.Placement {
+func placementPB(p *schedapi.Placement) *schedulerv1.Placement {
 	return &schedulerv1.Placement{
 		Task: p.Task, Node: p.Node, Address: p.Address, HttpAddress: p.HTTPAddress, Rack: p.Rack,
 		Locality: localityPB(p.Locality), Owner: p.Owner, RingEpoch: p.RingEpoch, Error: p.Error,
@@ -143,7 +144,7 @@ func placementPB(p *Placement) *schedulerv1.Placement {
 }
 
 func (g *grpcService) Place(ctx context.Context, r *schedulerv1.PlaceRequest) (*schedulerv1.Placement, error) {
-	p, err := g.s.Place(ctx, PlaceRequest{Job: r.GetJob(), Task: r.GetTask(), Split: splitFrom(r.GetSplit()), WaitMS: r.GetWaitMs()})
+	p, err := g.s.Place(ctx, schedapi.PlaceRequest{Job: r.GetJob(), Task: r.GetTask(), Split: splitFrom(r.GetSplit()), WaitMS: r.GetWaitMs()})
 	if err != nil {
 		return nil, err
 	}
@@ -151,9 +152,9 @@ func (g *grpcService) Place(ctx context.Context, r *schedulerv1.PlaceRequest) (*
 }
 
 func (g *grpcService) PlaceBatch(ctx context.Context, r *schedulerv1.PlaceBatchRequest) (*schedulerv1.PlaceBatchResponse, error) {
-	req := PlaceBatchRequest{Job: r.GetJob(), WaitMS: r.GetWaitMs(), Tasks: make([]BatchTask, len(r.GetTasks()))}
+	req := schedapi.PlaceBatchRequest{Job: r.GetJob(), WaitMS: r.GetWaitMs(), Tasks: make([]schedapi.BatchTask, len(r.GetTasks()))}
 	for i, t := range r.GetTasks() {
-		req.Tasks[i] = BatchTask{Task: t.GetTask(), Split: splitFrom(t.GetSplit())}
+		req.Tasks[i] = schedapi.BatchTask{Task: t.GetTask(), Split: splitFrom(t.GetSplit())}
 	}
 	resp, err := g.s.PlaceBatch(ctx, req)
 	if err != nil {
@@ -167,7 +168,7 @@ func (g *grpcService) PlaceBatch(ctx context.Context, r *schedulerv1.PlaceBatchR
 }
 
 func (g *grpcService) Complete(ctx context.Context, r *schedulerv1.CompleteRequest) (*schedulerv1.CompleteResponse, error) {
-	resp, err := g.s.Complete(ctx, CompleteRequest{
+	resp, err := g.s.Complete(ctx, schedapi.CompleteRequest{
 		Job: r.GetJob(), Task: r.GetTask(), Bytes: r.GetBytes(), LocalHitBytes: r.GetLocalHitBytes(),
 		PeerHitBytes: r.GetPeerHitBytes(), MissBytes: r.GetMissBytes(), DurationMS: r.GetDurationMs(),
 	})
@@ -178,9 +179,9 @@ func (g *grpcService) Complete(ctx context.Context, r *schedulerv1.CompleteReque
 }
 
 func (g *grpcService) CompleteBatch(ctx context.Context, r *schedulerv1.CompleteBatchRequest) (*schedulerv1.CompleteBatchResponse, error) {
-	req := CompleteBatchRequest{Job: r.GetJob(), Tasks: make([]CompleteTask, len(r.GetTasks()))}
+	req := schedapi.CompleteBatchRequest{Job: r.GetJob(), Tasks: make([]schedapi.CompleteTask, len(r.GetTasks()))}
 	for i, t := range r.GetTasks() {
-		req.Tasks[i] = CompleteTask{
+		req.Tasks[i] = schedapi.CompleteTask{
 			Task: t.GetTask(), Bytes: t.GetBytes(), LocalHitBytes: t.GetLocalHitBytes(),
 			PeerHitBytes: t.GetPeerHitBytes(), MissBytes: t.GetMissBytes(), DurationMS: t.GetDurationMs(),
 		}
@@ -206,7 +207,7 @@ func (g *grpcService) JobCounters(ctx context.Context, r *schedulerv1.JobCounter
 		RunningTasks: c.Running, LostTasks: c.Lost, HitRatio: c.HitRatio,
 		ByLocality: make(map[string]*schedulerv1.LocalityOutcome, placement.NumLocalities),
 	}
-	for name, l := range map[string]LocalityStats{"DATA_LOCAL": c.ByLocality.DataLocal, "RACK_LOCAL": c.ByLocality.RackLocal, "OTHER_LOCAL": c.ByLocality.OtherLocal} {
+	for name, l := range map[string]schedapi.LocalityStats{"DATA_LOCAL": c.ByLocality.DataLocal, "RACK_LOCAL": c.ByLocality.RackLocal, "OTHER_LOCAL": c.ByLocality.OtherLocal} {
 		out.ByLocality[name] = &schedulerv1.LocalityOutcome{
 			Tasks: l.Placed, Bytes: l.Bytes, LocalHitBytes: l.LocalHitBytes, PeerHitBytes: l.PeerHitBytes,
 			MissBytes: l.MissBytes, HitRatio: l.HitRatio,

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locuscache/locus/pkg/schedapi"
 	"github.com/locuscache/locus/pkg/scheduler"
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 )
@@ -80,7 +81,7 @@ func TestHAFailover(t *testing.T) {
 	ctx := context.Background()
 
 	// The follower refuses to place, naming the leader.
-	_, err := fc.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "x", Split: split("u")})
+	_, err := fc.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "x", Split: split("u")})
 	var se *schedulertest.StatusError
 	if statusOf(err) != 503 || !asStatus(err, &se) || se.Body.Leader != leader.HTTPAddr() || se.Header.Get("X-Locus-Leader") != leader.HTTPAddr() {
 		t.Fatalf("follower place: %v (%+v), want 503 naming %s", err, se, leader.HTTPAddr())
@@ -96,16 +97,16 @@ func TestHAFailover(t *testing.T) {
 	}
 
 	// The leader places 6 tasks and completes 4.
-	var tasks []scheduler.BatchTask
+	var tasks []schedapi.BatchTask
 	for i := 0; i < 6; i++ {
-		tasks = append(tasks, scheduler.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://b/", i))})
+		tasks = append(tasks, schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://b/", i))})
 	}
-	resp, err := lc.PlaceBatch(ctx, scheduler.PlaceBatchRequest{Job: "j", WaitMS: -1, Tasks: tasks})
+	resp, err := lc.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", WaitMS: -1, Tasks: tasks})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range resp.Placements[:4] {
-		if _, err := lc.Complete(ctx, scheduler.CompleteRequest{Job: "j", Task: p.Task, LocalHitBytes: int64(100 * (i + 1)), MissBytes: 10}); err != nil {
+		if _, err := lc.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: p.Task, LocalHitBytes: int64(100 * (i + 1)), MissBytes: 10}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,11 +145,11 @@ func TestHAFailover(t *testing.T) {
 		t.Errorf("after failover %+v, before %+v", after, before)
 	}
 	// The two tasks that were running are lost: completing them is refused.
-	if _, err := fc.Complete(ctx, scheduler.CompleteRequest{Job: "j", Task: resp.Placements[5].Task, Bytes: 1}); statusOf(err) != 404 {
+	if _, err := fc.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: resp.Placements[5].Task, Bytes: 1}); statusOf(err) != 404 {
 		t.Errorf("complete of a task of the old leader: %v, want 404", err)
 	}
 	// The new leader places.
-	if _, err := fc.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "new", Split: split("u")}); err != nil {
+	if _, err := fc.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "new", Split: split("u")}); err != nil {
 		t.Errorf("new leader place: %v", err)
 	}
 }
@@ -173,11 +174,11 @@ func get(t *testing.T, url string) int {
 
 // sameCounters compares job counters across a failover: with failover,
 // tasks running before are lost after.
-func sameCounters(a, b scheduler.JobCounters, failover bool) bool {
+func sameCounters(a, b schedapi.JobCounters, failover bool) bool {
 	if failover {
 		a.Lost += a.Running
 		a.Running = 0
-		for _, l := range []*scheduler.LocalityStats{&a.ByLocality.DataLocal, &a.ByLocality.RackLocal, &a.ByLocality.OtherLocal} {
+		for _, l := range []*schedapi.LocalityStats{&a.ByLocality.DataLocal, &a.ByLocality.RackLocal, &a.ByLocality.OtherLocal} {
 			l.Lost += l.Running
 			l.Running = 0
 		}
@@ -209,11 +210,11 @@ func TestHAForwardAndConfig(t *testing.T) {
 	waitLeader(t, ss[:], 10*time.Second)
 	fc := schedulertest.NewClient(ss[1].HTTPAddr())
 	ctx := context.Background()
-	p, err := fc.Place(ctx, scheduler.PlaceRequest{Job: "f", Task: "t", Split: split("u")})
+	p, err := fc.Place(ctx, schedapi.PlaceRequest{Job: "f", Task: "t", Split: split("u")})
 	if err != nil {
 		t.Fatalf("forwarded place: %v", err)
 	}
-	if _, err := fc.Complete(ctx, scheduler.CompleteRequest{Job: "f", Task: p.Task, Bytes: 5}); err != nil {
+	if _, err := fc.Complete(ctx, schedapi.CompleteRequest{Job: "f", Task: p.Task, Bytes: 5}); err != nil {
 		t.Fatalf("forwarded complete: %v", err)
 	}
 	if code := get(t, fc.Base+"/readyz"); code != 200 {
@@ -265,13 +266,13 @@ func TestHAEtcdDown(t *testing.T) {
 	waitLeader(t, ss[:], 10*time.Second)
 	c := schedulertest.NewClient(ss[0].HTTPAddr())
 	ctx := context.Background()
-	p, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "t", Split: split("u")})
+	p, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("u")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Stop()
 	start := time.Now()
-	_, err = c.Complete(ctx, scheduler.CompleteRequest{Job: "j", Task: p.Task, Bytes: 1})
+	_, err = c.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: p.Task, Bytes: 1})
 	if statusOf(err) != 503 {
 		t.Fatalf("complete with etcd down: %v, want 503", err)
 	}
@@ -283,7 +284,7 @@ func TestHAEtcdDown(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if _, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "t2", Split: split("u")}); statusOf(err) != 503 {
+	if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t2", Split: split("u")}); statusOf(err) != 503 {
 		t.Errorf("place after stepping down: %v, want 503", err)
 	}
 }

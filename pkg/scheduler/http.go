@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/locuscache/locus/pkg/schedapi"
 )
 
 // Handler returns the HTTP handler: the JSON API, the status page at /,
@@ -34,7 +36,7 @@ func (s *Scheduler) newHandler() http.Handler {
 		mux.Handle("GET "+pattern, s.api(call, false, 0, h))
 	}
 	post("/v1/place", "place", s.limits.single, func(w http.ResponseWriter, r *http.Request) (any, error) {
-		req, err := decodeBody(r, fastPlace)
+		req, err := decodeBody(r, schedapi.DecodePlaceRequest)
 		if err != nil {
 			return nil, err
 		}
@@ -42,10 +44,10 @@ func (s *Scheduler) newHandler() http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		return encoded(appendPlacementResponse(nil, &p)), nil
+		return encoded(schedapi.AppendPlacementResponse(nil, &p)), nil
 	})
 	post("/v1/place/batch", "place_batch", s.limits.batch, func(w http.ResponseWriter, r *http.Request) (any, error) {
-		req, err := decodeBody(r, fastPlaceBatch)
+		req, err := decodeBody(r, schedapi.DecodePlaceBatchRequest)
 		if err != nil {
 			return nil, err
 		}
@@ -53,10 +55,10 @@ func (s *Scheduler) newHandler() http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		return encoded(appendPlaceBatchResponse(make([]byte, 0, 160*len(resp.Placements)+32), &resp)), nil
+		return encoded(schedapi.AppendPlaceBatchResponse(make([]byte, 0, 160*len(resp.Placements)+32), &resp)), nil
 	})
 	post("/v1/complete", "complete", s.limits.single, func(w http.ResponseWriter, r *http.Request) (any, error) {
-		req, err := decodeBody(r, fastComplete)
+		req, err := decodeBody(r, schedapi.DecodeCompleteRequest)
 		if err != nil {
 			return nil, err
 		}
@@ -64,10 +66,10 @@ func (s *Scheduler) newHandler() http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		return encoded(appendCompleteResponse(nil, &resp)), nil
+		return encoded(schedapi.AppendCompleteResponse(nil, &resp)), nil
 	})
 	post("/v1/complete/batch", "complete_batch", s.limits.batch, func(w http.ResponseWriter, r *http.Request) (any, error) {
-		req, err := decodeBody(r, fastCompleteBatch)
+		req, err := decodeBody(r, schedapi.DecodeCompleteBatchRequest)
 		if err != nil {
 			return nil, err
 		}
@@ -75,7 +77,7 @@ func (s *Scheduler) newHandler() http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		return encoded(appendCompleteBatchResponse(make([]byte, 0, 64*len(resp.Results)+32), &resp)), nil
+		return encoded(schedapi.AppendCompleteBatchResponse(make([]byte, 0, 64*len(resp.Results)+32), &resp)), nil
 	})
 	get("/v1/jobs/{job}", "counters", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		return s.JobCounters(r.Context(), r.PathValue("job"))
@@ -85,7 +87,7 @@ func (s *Scheduler) newHandler() http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		return map[string][]string{"jobs": jobs}, nil
+		return schedapi.JobsResponse{Jobs: jobs}, nil
 	})
 	get("/v1/counters", "counters", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		return s.JobCounters(r.Context(), "")
@@ -94,7 +96,7 @@ func (s *Scheduler) newHandler() http.Handler {
 		return s.Ring(), nil
 	})
 	get("/v1/lost", "lost", func(w http.ResponseWriter, r *http.Request) (any, error) {
-		return LostResponse{Lost: s.Lost(r.URL.Query().Get("job"))}, nil
+		return schedapi.LostResponse{Lost: s.Lost(r.URL.Query().Get("job"))}, nil
 	})
 	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -115,7 +117,7 @@ func (s *Scheduler) newHandler() http.Handler {
 		_, _ = w.Write(statusPage)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, ErrorResponse{Error: "no such endpoint: " + r.Method + " " + r.URL.Path + " (see GET /v1/ring, POST /v1/place, ...)"})
+		writeJSON(w, http.StatusNotFound, schedapi.ErrorResponse{Error: "no such endpoint: " + r.Method + " " + r.URL.Path + " (see GET /v1/ring, POST /v1/place, ...)"})
 	})
 	return mux
 }
@@ -173,10 +175,9 @@ type encoded []byte
 var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // decodeBody reads the request body (bounded by the MaxBytesReader the api
-// wrapper installed) and decodes it with the fast decoder, falling back to
-// encoding/json (decodeJSON: strict, with its errors) when the fast one
-// gives up.
-func decodeBody[T any](r *http.Request, fast func([]byte) (T, bool)) (T, error) {
+// wrapper installed) and decodes it with a schedapi request decoder (its
+// fast path, else strict encoding/json; errors wrap ErrBadRequest).
+func decodeBody[T any](r *http.Request, decode func([]byte) (T, error)) (T, error) {
 	var v T
 	buf := bodyPool.Get().(*bytes.Buffer)
 	defer func() {
@@ -192,11 +193,7 @@ func decodeBody[T any](r *http.Request, fast func([]byte) (T, bool)) (T, error) 
 		}
 		return v, badRequest("reading the body: %v", err)
 	}
-	if v, ok := fast(buf.Bytes()); ok {
-		return v, nil
-	}
-	err := decodeJSON(bytes.NewReader(buf.Bytes()), &v)
-	return v, err
+	return decode(buf.Bytes())
 }
 
 func tooLarge(limit int64) error {
@@ -264,7 +261,7 @@ func (s *Scheduler) writeError(w http.ResponseWriter, err error) int {
 	if errors.Is(err, context.Canceled) {
 		code = 499 // client closed the request (nginx's code); nobody reads it
 	}
-	body := ErrorResponse{Error: err.Error()}
+	body := schedapi.ErrorResponse{Error: err.Error()}
 	var nl *NotLeaderError
 	if errors.As(err, &nl) {
 		body.Leader = nl.Leader

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/locuscache/locus/pkg/membership"
+	"github.com/locuscache/locus/pkg/schedapi"
 	"github.com/locuscache/locus/pkg/scheduler"
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 )
@@ -32,7 +33,7 @@ func startWith(t *testing.T, views scheduler.Membership, mod func(*scheduler.Con
 	return s, schedulertest.NewClient(s.HTTPAddr())
 }
 
-func split(uri string) scheduler.Split { return scheduler.Split{URI: uri, Offset: 0, Length: 1 << 20} }
+func split(uri string) schedapi.Split { return schedapi.Split{URI: uri, Offset: 0, Length: 1 << 20} }
 
 func statusOf(err error) int {
 	var se *schedulertest.StatusError
@@ -55,7 +56,7 @@ func TestBadInput(t *testing.T) {
 	})
 	ctx := context.Background()
 	// A running task for the duplicate and complete cases.
-	if _, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "running", Split: split("s3://b/k")}); err != nil {
+	if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "running", Split: split("s3://b/k")}); err != nil {
 		t.Fatal(err)
 	}
 	big := `{"job":"j","task":"t","split":{"uri":"` + strings.Repeat("x", 5000) + `","offset":0,"length":1}}`
@@ -119,7 +120,7 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 	// The running task is still there and completes.
-	if _, err := c.Complete(ctx, scheduler.CompleteRequest{Job: "j", Task: "running", Bytes: 10, LocalHitBytes: 10}); err != nil {
+	if _, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: "running", Bytes: 10, LocalHitBytes: 10}); err != nil {
 		t.Fatalf("complete after bad input: %v", err)
 	}
 }
@@ -130,28 +131,28 @@ func TestNoNode(t *testing.T) {
 	t.Run("empty cluster", func(t *testing.T) {
 		_, c := startWith(t, schedulertest.NewViews(t), nil)
 		start := time.Now()
-		_, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "t", Split: split("s3://b/k")})
+		_, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("s3://b/k")})
 		if statusOf(err) != 503 {
 			t.Fatalf("got %v, want 503", err)
 		}
 		if d := time.Since(start); d > time.Second {
 			t.Errorf("503 took %v, want at once", d)
 		}
-		_, err = c.PlaceBatch(ctx, scheduler.PlaceBatchRequest{Job: "j", Tasks: []scheduler.BatchTask{{Task: "t", Split: split("u")}}})
+		_, err = c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", Tasks: []schedapi.BatchTask{{Task: "t", Split: split("u")}}})
 		if statusOf(err) != 503 {
 			t.Fatalf("batch: got %v, want 503", err)
 		}
 	})
 	t.Run("nodes without slots", func(t *testing.T) {
 		_, c := startWith(t, schedulertest.NewViews(t, schedulertest.Node("n1", "r1", 0)), nil)
-		_, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "t", Split: split("s3://b/k")})
+		_, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("s3://b/k")})
 		if statusOf(err) != 503 {
 			t.Fatalf("got %v, want 503", err)
 		}
 	})
 	t.Run("only draining nodes", func(t *testing.T) {
 		_, c := startWith(t, schedulertest.NewViews(t, schedulertest.Draining(schedulertest.Node("n1", "r1", 4))), nil)
-		_, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "t", Split: split("s3://b/k")})
+		_, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("s3://b/k")})
 		if statusOf(err) != 503 {
 			t.Fatalf("got %v, want 503", err)
 		}
@@ -160,11 +161,11 @@ func TestNoNode(t *testing.T) {
 		_, c := startWith(t, schedulertest.NewViews(t, schedulertest.Node("n1", "r1", 1)), func(cfg *scheduler.Config) {
 			cfg.MaxQueueWait = 300 * time.Millisecond
 		})
-		if _, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "a", Split: split("u"), WaitMS: -1}); err != nil {
+		if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "a", Split: split("u"), WaitMS: -1}); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		_, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "b", Split: split("u"), WaitMS: -1})
+		_, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "b", Split: split("u"), WaitMS: -1})
 		if statusOf(err) != 503 || !strings.Contains(err.Error(), "within 300ms") {
 			t.Fatalf("got %v, want 503 after the queue wait", err)
 		}
@@ -189,12 +190,12 @@ func TestBlockSizeMismatch(t *testing.T) {
 	n := schedulertest.Node("n1", "r1", 4)
 	n.BlockSize = 64 << 20
 	_, c := startWith(t, schedulertest.NewViews(t, n), func(cfg *scheduler.Config) { cfg.BlockSize = 128 << 20 })
-	_, err := c.Place(context.Background(), scheduler.PlaceRequest{Job: "j", Task: "t", Split: split("u")})
+	_, err := c.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("u")})
 	if statusOf(err) != 503 || !strings.Contains(err.Error(), "--block-size=67108864") {
 		t.Errorf("got %v, want 503 naming --block-size=67108864", err)
 	}
 	_, c = startWith(t, schedulertest.NewViews(t, n), nil)
-	if _, err := c.Place(context.Background(), scheduler.PlaceRequest{Job: "j", Task: "t", Split: split("u")}); err != nil {
+	if _, err := c.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("u")}); err != nil {
 		t.Errorf("without --block-size: %v", err)
 	}
 	if r, _ := c.Ring(context.Background()); r.BlockSize != 64<<20 {
@@ -206,7 +207,7 @@ func TestBlockSizeMismatch(t *testing.T) {
 func TestAuth(t *testing.T) {
 	_, c := startWith(t, threeNodes(t), func(cfg *scheduler.Config) { cfg.AuthToken = "s3cret-token" })
 	ctx := context.Background()
-	req := scheduler.PlaceRequest{Job: "j", Task: "t", Split: split("u")}
+	req := schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("u")}
 	for _, tok := range []string{"", "wrong", "s3cret-tokenX", "s3cret-toke"} {
 		c.Token = tok
 		if _, err := c.Place(ctx, req); statusOf(err) != 401 {

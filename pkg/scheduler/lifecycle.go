@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -79,6 +80,7 @@ func (s *Scheduler) start(ctx context.Context) (err error) {
 		ReadTimeout:       time.Minute,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          nil,
+		ConnState:         s.httpConns.hook,
 	}
 	httpLn := s.httpLn
 	if s.cfg.TLS != nil {
@@ -223,9 +225,10 @@ func (s *Scheduler) setServing(on bool) {
 
 // Shutdown stops gracefully: /readyz turns 503 and new calls get
 // ErrStopped, waiting calls are answered (503), the listeners stop after
-// in-flight calls end (or ctx does), the leader flushes its counters to
-// etcd and resigns, and the scheduler leaves the gossip. It is safe to call
-// more than once.
+// in-flight calls end (or ctx does) and idle client connections are
+// closed at once (an open connection that carries no call does not delay
+// it), the leader flushes its counters to etcd and resigns, and the
+// scheduler leaves the gossip. It is safe to call more than once.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	var err error
 	s.endOnce.Do(func() { err = s.shutdown(ctx) })
@@ -242,9 +245,7 @@ func (s *Scheduler) shutdown(ctx context.Context) error {
 	s.setServing(false)
 	var errs []error
 	if s.httpSrv != nil {
-		if err := s.httpSrv.Shutdown(ctx); err != nil {
-			_ = s.httpSrv.Close()
-		}
+		s.stopHTTP(ctx)
 	}
 	if s.grpcSrv != nil {
 		done := make(chan struct{})
@@ -272,6 +273,73 @@ func (s *Scheduler) shutdown(ctx context.Context) error {
 		s.ha.close()
 	}
 	return errors.Join(errs...)
+}
+
+// stopHTTP stops the HTTP server: the listener closes, the calls in flight
+// are answered (until ctx ends), then every connection is closed.
+// http.Server.Shutdown alone closes idle keep-alive connections at once
+// but counts a connection that was accepted and never sent a request
+// (StateNew) as busy for 5 s, so an idle client holding one open would
+// delay every shutdown by 5 s: once no call is in flight (httpConns), Close
+// ends those connections.
+func (s *Scheduler) stopHTTP(ctx context.Context) {
+	s.httpSrv.SetKeepAlivesEnabled(false) // answers in flight close their connections
+	done := make(chan struct{})
+	go func() {
+		_ = s.httpSrv.Shutdown(ctx)
+		close(done)
+	}()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		case <-tick.C:
+			if s.httpConns.busy() > 0 {
+				continue
+			}
+		}
+		_ = s.httpSrv.Close()
+		<-done
+		return
+	}
+}
+
+// connTracker counts the HTTP connections with a call in flight
+// (http.StateActive), through the server's ConnState hook, which net/http
+// calls from the connections' goroutines.
+type connTracker struct {
+	mu     sync.Mutex
+	state  map[net.Conn]http.ConnState // guarded by mu: the last state of each open connection
+	active int                         // guarded by mu: connections in StateActive
+}
+
+func (c *connTracker) hook(conn net.Conn, st http.ConnState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == nil {
+		c.state = make(map[net.Conn]http.ConnState)
+	}
+	if c.state[conn] == http.StateActive {
+		c.active--
+	}
+	if st == http.StateActive {
+		c.active++
+	}
+	if st == http.StateClosed || st == http.StateHijacked {
+		delete(c.state, conn)
+	} else {
+		c.state[conn] = st
+	}
+}
+
+// busy returns the number of connections with a call in flight.
+func (c *connTracker) busy() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.active
 }
 
 // closeAll releases what a failed Start acquired.

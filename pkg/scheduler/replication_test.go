@@ -14,6 +14,7 @@ import (
 	"github.com/locuscache/locus/pkg/placement"
 	"github.com/locuscache/locus/pkg/placement/placementtest"
 	"github.com/locuscache/locus/pkg/ring"
+	"github.com/locuscache/locus/pkg/schedapi"
 	"github.com/locuscache/locus/pkg/scheduler"
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 )
@@ -103,12 +104,12 @@ func TestReplicationFromNodes(t *testing.T) {
 			}
 
 			uris, second := listed(t, views.View(), "n1", tc.nodes, 2)
-			a, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "a", Split: split(uris[0]), WaitMS: 300})
+			a, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "a", Split: split(uris[0]), WaitMS: 300})
 			if err != nil || a.Node != "n1" || a.Locality != "DATA_LOCAL" {
 				t.Fatalf("a: %+v %v, want n1 DATA_LOCAL", a, err)
 			}
 			start := time.Now()
-			b, err := c.Place(ctx, scheduler.PlaceRequest{Job: "j", Task: "b", Split: split(uris[1]), WaitMS: 300})
+			b, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "b", Split: split(uris[1]), WaitMS: 300})
 			d := time.Since(start)
 			if err != nil {
 				t.Fatal(err)

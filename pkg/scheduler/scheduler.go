@@ -18,6 +18,7 @@ import (
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/placement"
 	"github.com/locuscache/locus/pkg/ring"
+	"github.com/locuscache/locus/pkg/schedapi"
 )
 
 // Scheduler is the placement service: the placement core driven by the
@@ -44,6 +45,7 @@ type Scheduler struct {
 
 	httpLn, grpcLn     net.Listener
 	httpSrv            *http.Server
+	httpConns          connTracker // the HTTP connections with a call in flight
 	grpcSrv            *grpc.Server
 	health             *health.Server
 	httpAdv, grpcAdv   string // advertised addresses
@@ -76,7 +78,7 @@ type Scheduler struct {
 	// armed is the deadline the timer goroutine sleeps until (zero: none).
 	armed time.Time
 	// lost is a ring of the most recently lost tasks (GET /v1/lost).
-	lost     []LostTask
+	lost     []schedapi.LostTask
 	lostNext int
 	stopped  bool
 	// Persistence (with etcd): jobs whose counters changed since the last
@@ -141,7 +143,7 @@ func New(cfg Config) (*Scheduler, error) {
 		dirty:   make(map[string]struct{}),
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
-		lost:    make([]LostTask, 0, min(cfg.LostLog, 1024)),
+		lost:    make([]schedapi.LostTask, 0, min(cfg.LostLog, 1024)),
 	}
 	s.limits.single, s.limits.batch = cfg.MaxBodyBytes, cfg.MaxBatchBodyBytes
 	s.settings.Store(&Settings{BlockSize: cfg.BlockSize, Replication: cfg.Replication, LocalityWait: cfg.LocalityWait})
@@ -199,7 +201,7 @@ func (s *Scheduler) Ready() (bool, string) {
 
 // prefer computes the preference list of a split on view: ring.PlacementKey
 // with the cluster block size, then the first repl owners.
-func (s *Scheduler) prefer(view *membership.View, repl int, bs int64, sp *Split, buf []ring.Node, ids []string) ([]string, []ring.Node, error) {
+func (s *Scheduler) prefer(view *membership.View, repl int, bs int64, sp *schedapi.Split, buf []ring.Node, ids []string) ([]string, []ring.Node, error) {
 	key, err := ring.PlacementKey(sp.URI, sp.Offset, sp.Length, bs)
 	if err != nil {
 		return ids, buf, badRequest("split: %v", err)
@@ -345,19 +347,19 @@ func placeError(err error) error {
 // ErrConflict (task already queued or running), ErrNoNode (no cache node,
 // no slots, or none freed in time), ErrNotLeader, ErrUnavailable,
 // ErrStopped, ctx's error.
-func (s *Scheduler) Place(ctx context.Context, req PlaceRequest) (Placement, error) {
+func (s *Scheduler) Place(ctx context.Context, req schedapi.PlaceRequest) (schedapi.Placement, error) {
 	if err := req.Validate(s.cfg.MaxWait); err != nil {
-		return Placement{}, err
+		return schedapi.Placement{}, err
 	}
 	view, st, repl, bs, err := s.viewForPlacement()
 	if err != nil {
-		return Placement{}, err
+		return schedapi.Placement{}, err
 	}
 	var nbuf [placement.MaxPrefer]ring.Node
 	var ibuf [placement.MaxPrefer]string
 	ids, _, err := s.prefer(view, repl, bs, &req.Split, nbuf[:0], ibuf[:0])
 	if err != nil {
-		return Placement{}, err
+		return schedapi.Placement{}, err
 	}
 	task := placement.Task{Job: req.Job, ID: req.Task, Prefer: ids, Wait: st.wait(req.WaitMS)}
 	key := taskKey{req.Job, req.Task}
@@ -365,7 +367,7 @@ func (s *Scheduler) Place(ctx context.Context, req PlaceRequest) (Placement, err
 	s.mu.Lock()
 	if err := s.leaderLocked(); err != nil {
 		s.mu.Unlock()
-		return Placement{}, err
+		return schedapi.Placement{}, err
 	}
 	now := time.Now()
 	a, placed, err := s.p.Submit(task, now)
@@ -382,15 +384,15 @@ func (s *Scheduler) Place(ctx context.Context, req PlaceRequest) (Placement, err
 	seq := s.seq.Load()
 	s.mu.Unlock()
 	if err != nil {
-		return Placement{}, placeError(err)
+		return schedapi.Placement{}, placeError(err)
 	}
 	if w != nil {
 		if a, seq, err = s.await(ctx, key, w, s.queueLimit(task.Wait)); err != nil {
-			return Placement{}, err
+			return schedapi.Placement{}, err
 		}
 	}
 	if err := s.persisted(ctx, seq); err != nil {
-		return Placement{}, err
+		return schedapi.Placement{}, err
 	}
 	return s.placementOf(a, view.Epoch), nil
 }
@@ -479,13 +481,13 @@ const (
 // time, so resubmitting them continues their locality waits. Errors (for
 // the whole batch): ErrBadRequest, ErrConflict (a task already queued or
 // running), ErrNoNode, ErrNotLeader, ErrUnavailable, ErrStopped, ctx's.
-func (s *Scheduler) PlaceBatch(ctx context.Context, req PlaceBatchRequest) (PlaceBatchResponse, error) {
+func (s *Scheduler) PlaceBatch(ctx context.Context, req schedapi.PlaceBatchRequest) (schedapi.PlaceBatchResponse, error) {
 	if err := req.Validate(s.cfg.MaxWait, s.cfg.MaxBatchTasks); err != nil {
-		return PlaceBatchResponse{}, err
+		return schedapi.PlaceBatchResponse{}, err
 	}
 	view, st, repl, bs, err := s.viewForPlacement()
 	if err != nil {
-		return PlaceBatchResponse{}, err
+		return schedapi.PlaceBatchResponse{}, err
 	}
 	n := len(req.Tasks)
 	tasks := make([]placement.Task, n)
@@ -495,7 +497,7 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req PlaceBatchRequest) (Plac
 	for i := range req.Tasks {
 		start := len(ids)
 		if ids, _, err = s.prefer(view, repl, bs, &req.Tasks[i].Split, nbuf[:0], ids); err != nil {
-			return PlaceBatchResponse{}, badRequest("tasks[%d] (%q): %v", i, req.Tasks[i].Task, stripBad(err))
+			return schedapi.PlaceBatchResponse{}, badRequest("tasks[%d] (%q): %v", i, req.Tasks[i].Task, stripBad(err))
 		}
 		tasks[i] = placement.Task{Job: req.Job, ID: req.Tasks[i].Task, Prefer: ids[start:len(ids):len(ids)], Wait: wait}
 	}
@@ -504,14 +506,14 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req PlaceBatchRequest) (Plac
 	s.mu.Lock()
 	if err := s.leaderLocked(); err != nil {
 		s.mu.Unlock()
-		return PlaceBatchResponse{}, err
+		return schedapi.PlaceBatchResponse{}, err
 	}
 	now := time.Now()
 	as, err := s.p.PlaceBatch(tasks, now)
 	if err != nil {
 		s.settleLocked(now)
 		s.mu.Unlock()
-		return PlaceBatchResponse{}, placeError(err)
+		return schedapi.PlaceBatchResponse{}, placeError(err)
 	}
 	// as is in input order: match it to the tasks.
 	var unplaced []int
@@ -543,18 +545,18 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req PlaceBatchRequest) (Plac
 	if bw != nil {
 		var last uint64
 		if reason, last, err = s.awaitBatch(ctx, req.Job, tasks, unplaced, bw, ch, res, s.queueLimit(wait)); err != nil {
-			return PlaceBatchResponse{}, err
+			return schedapi.PlaceBatchResponse{}, err
 		}
 		seq = max(seq, last)
 	}
 	if err := s.persisted(ctx, seq); err != nil {
-		return PlaceBatchResponse{}, err
+		return schedapi.PlaceBatchResponse{}, err
 	}
-	out := PlaceBatchResponse{Placements: make([]Placement, n)}
+	out := schedapi.PlaceBatchResponse{Placements: make([]schedapi.Placement, n)}
 	info := *s.info.Load()
 	for i := range res {
 		if res[i].Node == "" {
-			out.Placements[i] = Placement{Task: tasks[i].ID, Error: reason}
+			out.Placements[i] = schedapi.Placement{Task: tasks[i].ID, Error: reason}
 			continue
 		}
 		out.Placements[i] = placementWith(info, res[i], view.Epoch)
@@ -650,17 +652,17 @@ wait:
 // running: never placed, completed already, or lost), ErrConflict (the
 // task is still waiting for its placement), ErrNotLeader, ErrUnavailable,
 // ErrStopped.
-func (s *Scheduler) Complete(ctx context.Context, req CompleteRequest) (CompleteResponse, error) {
+func (s *Scheduler) Complete(ctx context.Context, req schedapi.CompleteRequest) (schedapi.CompleteResponse, error) {
 	if err := req.Validate(); err != nil {
-		return CompleteResponse{}, err
+		return schedapi.CompleteResponse{}, err
 	}
-	t := CompleteTask{Task: req.Task, Bytes: req.Bytes, LocalHitBytes: req.LocalHitBytes, PeerHitBytes: req.PeerHitBytes, MissBytes: req.MissBytes, DurationMS: req.DurationMS}
+	t := schedapi.CompleteTask{Task: req.Task, Bytes: req.Bytes, LocalHitBytes: req.LocalHitBytes, PeerHitBytes: req.PeerHitBytes, MissBytes: req.MissBytes, DurationMS: req.DurationMS}
 	s.mu.Lock()
 	if err := s.leaderLocked(); err != nil {
 		s.mu.Unlock()
-		return CompleteResponse{}, err
+		return schedapi.CompleteResponse{}, err
 	}
-	loc, err := s.p.Complete(req.Job, req.Task, t.outcome())
+	loc, err := s.p.Complete(req.Job, req.Task, outcomeOf(&t))
 	if err == nil {
 		s.markDirtyLocked(req.Job)
 		s.settleLocked(time.Now())
@@ -668,12 +670,12 @@ func (s *Scheduler) Complete(ctx context.Context, req CompleteRequest) (Complete
 	seq := s.seq.Load()
 	s.mu.Unlock()
 	if err != nil {
-		return CompleteResponse{}, placeError(err)
+		return schedapi.CompleteResponse{}, placeError(err)
 	}
 	if err := s.persisted(ctx, seq); err != nil {
-		return CompleteResponse{}, err
+		return schedapi.CompleteResponse{}, err
 	}
-	return CompleteResponse{Job: req.Job, Task: req.Task, Locality: loc.String()}, nil
+	return schedapi.CompleteResponse{Job: req.Job, Task: req.Task, Locality: loc.String()}, nil
 }
 
 // CompleteBatch completes several tasks of one job in one call. Each task
@@ -681,27 +683,27 @@ func (s *Scheduler) Complete(ctx context.Context, req CompleteRequest) (Complete
 // the others); the call itself fails only for bad input or when this
 // scheduler cannot record anything (ErrNotLeader, ErrUnavailable,
 // ErrStopped).
-func (s *Scheduler) CompleteBatch(ctx context.Context, req CompleteBatchRequest) (CompleteBatchResponse, error) {
+func (s *Scheduler) CompleteBatch(ctx context.Context, req schedapi.CompleteBatchRequest) (schedapi.CompleteBatchResponse, error) {
 	if err := req.Validate(s.cfg.MaxBatchTasks); err != nil {
-		return CompleteBatchResponse{}, err
+		return schedapi.CompleteBatchResponse{}, err
 	}
-	out := CompleteBatchResponse{Results: make([]CompleteResult, len(req.Tasks))}
+	out := schedapi.CompleteBatchResponse{Results: make([]schedapi.CompleteResult, len(req.Tasks))}
 	s.mu.Lock()
 	if err := s.leaderLocked(); err != nil {
 		s.mu.Unlock()
-		return CompleteBatchResponse{}, err
+		return schedapi.CompleteBatchResponse{}, err
 	}
 	done := 0
 	for i := range req.Tasks {
 		t := &req.Tasks[i]
-		loc, err := s.p.Complete(req.Job, t.Task, t.outcome())
+		loc, err := s.p.Complete(req.Job, t.Task, outcomeOf(t))
 		if err != nil {
 			err = placeError(err)
-			out.Results[i] = CompleteResult{Task: t.Task, Error: err.Error(), Status: StatusOf(err)}
+			out.Results[i] = schedapi.CompleteResult{Task: t.Task, Error: err.Error(), Status: StatusOf(err)}
 			continue
 		}
 		done++
-		out.Results[i] = CompleteResult{Task: t.Task, Locality: loc.String(), Status: http.StatusOK}
+		out.Results[i] = schedapi.CompleteResult{Task: t.Task, Locality: loc.String(), Status: http.StatusOK}
 	}
 	if done > 0 {
 		s.markDirtyLocked(req.Job)
@@ -710,7 +712,7 @@ func (s *Scheduler) CompleteBatch(ctx context.Context, req CompleteBatchRequest)
 	seq := s.seq.Load()
 	s.mu.Unlock()
 	if err := s.persisted(ctx, seq); err != nil {
-		return CompleteBatchResponse{}, err
+		return schedapi.CompleteBatchResponse{}, err
 	}
 	return out, nil
 }
@@ -718,10 +720,10 @@ func (s *Scheduler) CompleteBatch(ctx context.Context, req CompleteBatchRequest)
 // JobCounters returns a job's counters; job "" means every job together.
 // On a follower they are read from etcd (the leader persists them before
 // answering each call). Errors: ErrNotFound, ErrUnavailable.
-func (s *Scheduler) JobCounters(ctx context.Context, job string) (JobCounters, error) {
+func (s *Scheduler) JobCounters(ctx context.Context, job string) (schedapi.JobCounters, error) {
 	if job != "" {
 		if err := checkName("job", job); err != nil {
-			return JobCounters{}, err
+			return schedapi.JobCounters{}, err
 		}
 	}
 	s.mu.Lock()
@@ -729,7 +731,7 @@ func (s *Scheduler) JobCounters(ctx context.Context, job string) (JobCounters, e
 		c, err := s.p.Counters(job)
 		s.mu.Unlock()
 		if err != nil {
-			return JobCounters{}, fmt.Errorf("%w: job %q: no task of it was placed here (or it was forgotten under the job limit)", ErrNotFound, job)
+			return schedapi.JobCounters{}, fmt.Errorf("%w: job %q: no task of it was placed here (or it was forgotten under the job limit)", ErrNotFound, job)
 		}
 		return countersFrom(job, c), nil
 	}
@@ -737,11 +739,11 @@ func (s *Scheduler) JobCounters(ctx context.Context, job string) (JobCounters, e
 	if s.ha != nil {
 		c, err := s.ha.loadCounters(ctx, job)
 		if err != nil {
-			return JobCounters{}, err
+			return schedapi.JobCounters{}, err
 		}
 		return countersFrom(job, c), nil
 	}
-	return JobCounters{}, fmt.Errorf("%w: not started", ErrUnavailable)
+	return schedapi.JobCounters{}, fmt.Errorf("%w: not started", ErrUnavailable)
 }
 
 // Jobs lists the jobs with counters, sorted (on a follower, those
@@ -761,10 +763,10 @@ func (s *Scheduler) Jobs(ctx context.Context) ([]string, error) {
 
 // Lost returns the most recently lost tasks (of job, or all jobs for ""),
 // oldest first.
-func (s *Scheduler) Lost(job string) []LostTask {
+func (s *Scheduler) Lost(job string) []schedapi.LostTask {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]LostTask, 0)
+	out := make([]schedapi.LostTask, 0)
 	n := len(s.lost)
 	for i := 0; i < n; i++ {
 		l := s.lost[(s.lostNext+i)%n]
@@ -777,14 +779,14 @@ func (s *Scheduler) Lost(job string) []LostTask {
 
 // Ring returns the members the scheduler sees, with slot usage, and the
 // settings placement uses (the replication in use: the cache nodes').
-func (s *Scheduler) Ring() RingStatus {
+func (s *Scheduler) Ring() schedapi.RingStatus {
 	st := s.settings.Load()
-	out := RingStatus{
+	out := schedapi.RingStatus{
 		Replication: s.Replication(),
 		Scheduler:   s.cfg.NodeID,
 		Leader:      s.IsLeader(),
 		Standalone:  s.ha == nil,
-		Members:     []RingMember{},
+		Members:     []schedapi.RingMember{},
 	}
 	if st.LocalityWait > 0 {
 		out.LocalityMS = st.LocalityWait.Milliseconds()
@@ -814,7 +816,7 @@ func (s *Scheduler) Ring() RingStatus {
 		shares = view.Ring.Shares()
 	}
 	for _, m := range view.Members {
-		rm := RingMember{
+		rm := schedapi.RingMember{
 			Node: m.ID, Rack: m.Rack, State: string(m.State), Role: string(m.Role),
 			Address: m.GRPCAddr, HTTPAddress: m.HTTPAddr, Slots: m.Slots, CapacityBytes: m.CapacityBytes,
 		}
@@ -832,7 +834,7 @@ func (s *Scheduler) Ring() RingStatus {
 	// Nodes the placer still counts tasks on but the gossip dropped.
 	for _, ns := range status {
 		if ns.Used > 0 {
-			out.Members = append(out.Members, RingMember{Node: ns.ID, Rack: ns.Rack, State: "dead", Role: "cache", Slots: ns.Slots, SlotsInUse: ns.Used})
+			out.Members = append(out.Members, schedapi.RingMember{Node: ns.ID, Rack: ns.Rack, State: "dead", Role: "cache", Slots: ns.Slots, SlotsInUse: ns.Used})
 		}
 	}
 	return out
@@ -950,7 +952,7 @@ func (s *Scheduler) recordLostLocked(lost []placement.Lost, reason string, now t
 		if s.cfg.LostLog <= 0 {
 			continue
 		}
-		e := LostTask{Job: l.Job, Task: l.Task, Node: l.Node, Locality: l.Locality.String(), Placed: l.Placed, Lost: now, Reason: reason}
+		e := schedapi.LostTask{Job: l.Job, Task: l.Task, Node: l.Node, Locality: l.Locality.String(), Placed: l.Placed, Lost: now, Reason: reason}
 		if len(s.lost) < s.cfg.LostLog {
 			s.lost = append(s.lost, e)
 		} else {
@@ -1105,13 +1107,13 @@ func (s *Scheduler) uninstall(err error) {
 // ---------------------------------------------------------------------
 // Answers.
 
-func (s *Scheduler) placementOf(a placement.Assignment, epoch uint64) Placement {
+func (s *Scheduler) placementOf(a placement.Assignment, epoch uint64) schedapi.Placement {
 	return placementWith(*s.info.Load(), a, epoch)
 }
 
-func placementWith(info map[string]membership.Member, a placement.Assignment, epoch uint64) Placement {
+func placementWith(info map[string]membership.Member, a placement.Assignment, epoch uint64) schedapi.Placement {
 	m := info[a.Node]
-	return Placement{
+	return schedapi.Placement{
 		Task: a.Task, Node: a.Node, Address: m.GRPCAddr, HTTPAddress: m.HTTPAddr, Rack: a.Rack,
 		Locality: a.Locality.String(), Owner: a.Owner, RingEpoch: epoch, WaitedMS: a.Waited().Milliseconds(),
 	}

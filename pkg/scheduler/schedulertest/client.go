@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/locuscache/locus/pkg/scheduler"
+	"github.com/locuscache/locus/pkg/schedapi"
 )
 
 // Client is a minimal JSON client of the scheduler's HTTP API for tests
@@ -38,7 +38,7 @@ func NewClient(addr string) *Client {
 // StatusError is an answer with a status other than 200.
 type StatusError struct {
 	Code   int
-	Body   scheduler.ErrorResponse
+	Body   schedapi.ErrorResponse
 	Header http.Header
 }
 
@@ -104,50 +104,50 @@ func (c *Client) DoRaw(ctx context.Context, method, path string, body any) ([]by
 }
 
 // Place calls POST /v1/place.
-func (c *Client) Place(ctx context.Context, req scheduler.PlaceRequest) (scheduler.Placement, error) {
-	var p scheduler.Placement
+func (c *Client) Place(ctx context.Context, req schedapi.PlaceRequest) (schedapi.Placement, error) {
+	var p schedapi.Placement
 	err := c.Do(ctx, http.MethodPost, "/v1/place", req, &p)
 	return p, err
 }
 
 // PlaceBatch calls POST /v1/place/batch.
-func (c *Client) PlaceBatch(ctx context.Context, req scheduler.PlaceBatchRequest) (scheduler.PlaceBatchResponse, error) {
-	var p scheduler.PlaceBatchResponse
+func (c *Client) PlaceBatch(ctx context.Context, req schedapi.PlaceBatchRequest) (schedapi.PlaceBatchResponse, error) {
+	var p schedapi.PlaceBatchResponse
 	if c.StdJSON {
 		err := c.Do(ctx, http.MethodPost, "/v1/place/batch", req, &p)
 		return p, err
 	}
-	raw, err := c.DoRaw(ctx, http.MethodPost, "/v1/place/batch", scheduler.AppendPlaceBatchRequest(nil, &req))
+	raw, err := c.DoRaw(ctx, http.MethodPost, "/v1/place/batch", schedapi.AppendPlaceBatchRequest(nil, &req))
 	if err != nil {
 		return p, err
 	}
-	return scheduler.DecodePlaceBatchResponse(raw)
+	return schedapi.DecodePlaceBatchResponse(raw)
 }
 
 // Complete calls POST /v1/complete.
-func (c *Client) Complete(ctx context.Context, req scheduler.CompleteRequest) (scheduler.CompleteResponse, error) {
-	var r scheduler.CompleteResponse
+func (c *Client) Complete(ctx context.Context, req schedapi.CompleteRequest) (schedapi.CompleteResponse, error) {
+	var r schedapi.CompleteResponse
 	err := c.Do(ctx, http.MethodPost, "/v1/complete", req, &r)
 	return r, err
 }
 
 // CompleteBatch calls POST /v1/complete/batch.
-func (c *Client) CompleteBatch(ctx context.Context, req scheduler.CompleteBatchRequest) (scheduler.CompleteBatchResponse, error) {
-	var r scheduler.CompleteBatchResponse
+func (c *Client) CompleteBatch(ctx context.Context, req schedapi.CompleteBatchRequest) (schedapi.CompleteBatchResponse, error) {
+	var r schedapi.CompleteBatchResponse
 	if c.StdJSON {
 		err := c.Do(ctx, http.MethodPost, "/v1/complete/batch", req, &r)
 		return r, err
 	}
-	raw, err := c.DoRaw(ctx, http.MethodPost, "/v1/complete/batch", scheduler.AppendCompleteBatchRequest(nil, &req))
+	raw, err := c.DoRaw(ctx, http.MethodPost, "/v1/complete/batch", schedapi.AppendCompleteBatchRequest(nil, &req))
 	if err != nil {
 		return r, err
 	}
-	return scheduler.DecodeCompleteBatchResponse(raw)
+	return schedapi.DecodeCompleteBatchResponse(raw)
 }
 
 // Counters calls GET /v1/jobs/{job}, or GET /v1/counters for job "".
-func (c *Client) Counters(ctx context.Context, job string) (scheduler.JobCounters, error) {
-	var r scheduler.JobCounters
+func (c *Client) Counters(ctx context.Context, job string) (schedapi.JobCounters, error) {
+	var r schedapi.JobCounters
 	path := "/v1/counters"
 	if job != "" {
 		path = "/v1/jobs/" + url.PathEscape(job)
@@ -157,15 +157,15 @@ func (c *Client) Counters(ctx context.Context, job string) (scheduler.JobCounter
 }
 
 // Ring calls GET /v1/ring.
-func (c *Client) Ring(ctx context.Context) (scheduler.RingStatus, error) {
-	var r scheduler.RingStatus
+func (c *Client) Ring(ctx context.Context) (schedapi.RingStatus, error) {
+	var r schedapi.RingStatus
 	err := c.Do(ctx, http.MethodGet, "/v1/ring", nil, &r)
 	return r, err
 }
 
 // Lost calls GET /v1/lost?job=.
-func (c *Client) Lost(ctx context.Context, job string) ([]scheduler.LostTask, error) {
-	var r scheduler.LostResponse
+func (c *Client) Lost(ctx context.Context, job string) ([]schedapi.LostTask, error) {
+	var r schedapi.LostResponse
 	err := c.Do(ctx, http.MethodGet, "/v1/lost?job="+url.QueryEscape(job), nil, &r)
 	return r.Lost, err
 }

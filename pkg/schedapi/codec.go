@@ -1,15 +1,15 @@
-package scheduler
+package schedapi
 
 import (
 	"encoding/json"
 	"strconv"
 )
 
-// Client-side codec for the batch calls, for Go clients of the JSON API
-// (pkg/client): the request encoders write what json.Marshal writes, and
-// the answer decoders take the fast path of fastjson.go for the plain form
-// the scheduler writes, falling back to encoding/json (which ignores
-// unknown fields, so answers may grow fields) for anything else.
+// Client side of the codec, for the batch calls (pkg/client): the request
+// encoders write what json.Marshal writes, and the answer decoders take the
+// fast path of fastjson.go for the plain form the scheduler writes, falling
+// back to encoding/json (which ignores unknown fields, so answers may grow
+// fields) for anything else.
 
 // AppendPlaceBatchRequest appends the JSON of r (as json.Marshal writes it).
 func AppendPlaceBatchRequest(dst []byte, r *PlaceBatchRequest) []byte {

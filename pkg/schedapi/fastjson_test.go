@@ -1,8 +1,9 @@
-package scheduler
+package schedapi
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -18,7 +19,7 @@ func checkFast[T any](t *testing.T, name string, body []byte, fast func([]byte) 
 		return false
 	}
 	var want T
-	if err := decodeJSON(bytes.NewReader(body), &want); err != nil {
+	if err := DecodeJSON(bytes.NewReader(body), &want); err != nil {
 		t.Fatalf("%s: fast path accepted %q, encoding/json refuses it: %v", name, body, err)
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -27,7 +28,28 @@ func checkFast[T any](t *testing.T, name string, body []byte, fast func([]byte) 
 	return true
 }
 
+// checkDecoder runs an exported request decoder (fast path, else strict)
+// and DecodeJSON on body: same acceptance, same value, same error.
+func checkDecoder[T any](t *testing.T, name string, body []byte, dec func([]byte) (T, error)) {
+	t.Helper()
+	got, err := dec(body)
+	var want T
+	werr := DecodeJSON(bytes.NewReader(body), &want)
+	switch {
+	case (err == nil) != (werr == nil):
+		t.Fatalf("%s: %q: decoder says %v, DecodeJSON %v", name, body, err, werr)
+	case err != nil && (err.Error() != werr.Error() || !errors.Is(err, ErrBadRequest)):
+		t.Fatalf("%s: %q: decoder error %v, DecodeJSON %v (want the same, wrapping ErrBadRequest)", name, body, err, werr)
+	case err == nil && !reflect.DeepEqual(got, want):
+		t.Fatalf("%s: %q: decoded %+v, DecodeJSON %+v", name, body, got, want)
+	}
+}
+
 func fastAll(t *testing.T, body []byte) (n int) {
+	checkDecoder(t, "DecodePlaceRequest", body, DecodePlaceRequest)
+	checkDecoder(t, "DecodePlaceBatchRequest", body, DecodePlaceBatchRequest)
+	checkDecoder(t, "DecodeCompleteRequest", body, DecodeCompleteRequest)
+	checkDecoder(t, "DecodeCompleteBatchRequest", body, DecodeCompleteBatchRequest)
 	for _, ok := range []bool{
 		checkFast(t, "place", body, fastPlace),
 		checkFast(t, "place batch", body, fastPlaceBatch),
@@ -77,10 +99,10 @@ func TestFastDecodeSeeds(t *testing.T) {
 	}
 }
 
-// FuzzFastDecode checks the fast decoders against encoding/json on
-// arbitrary bodies:
+// FuzzFastDecode checks the fast decoders, and the exported request
+// decoders built on them, against encoding/json on arbitrary bodies:
 //
-//	go test ./pkg/scheduler -run '^$' -fuzz FuzzFastDecode -fuzztime 2m
+//	go test ./pkg/schedapi -run '^$' -fuzz FuzzFastDecode -fuzztime 2m
 func FuzzFastDecode(f *testing.F) {
 	for _, s := range fastSeeds {
 		f.Add([]byte(s))
@@ -126,16 +148,16 @@ func TestFastEncode(t *testing.T) {
 				Locality: maybe(), Owner: maybe(), RingEpoch: r.Uint64() >> r.IntN(65), WaitedMS: r.Int64N(1e6) - 10, Error: maybe(),
 			})
 		}
-		if got, want := string(appendPlaceBatchResponse(nil, &pb)), enc(pb); got != want {
+		if got, want := string(AppendPlaceBatchResponse(nil, &pb)), enc(pb); got != want {
 			t.Fatalf("place batch:\n got %s\nwant %s", got, want)
 		}
 		if len(pb.Placements) > 0 {
-			if got, want := string(appendPlacementResponse(nil, &pb.Placements[0])), enc(pb.Placements[0]); got != want {
+			if got, want := string(AppendPlacementResponse(nil, &pb.Placements[0])), enc(pb.Placements[0]); got != want {
 				t.Fatalf("placement:\n got %s\nwant %s", got, want)
 			}
 		}
 		cr := CompleteResponse{Job: randString(r), Task: randString(r), Locality: maybe()}
-		if got, want := string(appendCompleteResponse(nil, &cr)), enc(cr); got != want {
+		if got, want := string(AppendCompleteResponse(nil, &cr)), enc(cr); got != want {
 			t.Fatalf("complete:\n got %s\nwant %s", got, want)
 		}
 		var cb CompleteBatchResponse
@@ -145,7 +167,7 @@ func TestFastEncode(t *testing.T) {
 		for n := r.IntN(4); n > 0; n-- {
 			cb.Results = append(cb.Results, CompleteResult{Task: randString(r), Locality: maybe(), Error: maybe(), Status: r.IntN(600) - 1})
 		}
-		if got, want := string(appendCompleteBatchResponse(nil, &cb)), enc(cb); got != want {
+		if got, want := string(AppendCompleteBatchResponse(nil, &cb)), enc(cb); got != want {
 			t.Fatalf("complete batch:\n got %s\nwant %s", got, want)
 		}
 	}
@@ -188,14 +210,14 @@ func TestClientCodec(t *testing.T) {
 		for n := r.IntN(5); n > 0; n-- {
 			resp.Placements = append(resp.Placements, Placement{Task: "t" + valid(), Node: "n1", Address: "127.0.0.1:7070", Locality: "DATA_LOCAL", RingEpoch: r.Uint64(), WaitedMS: r.Int64N(100), Error: valid()})
 		}
-		raw := appendPlaceBatchResponse(nil, &resp)
+		raw := AppendPlaceBatchResponse(nil, &resp)
 		checkResponse(t, raw, DecodePlaceBatchResponse)
 		got, err := DecodePlaceBatchResponse(raw)
 		if err != nil || !reflect.DeepEqual(got, resp) {
 			t.Fatalf("decoded %+v (%v), want %+v", got, err, resp)
 		}
 		cr := CompleteBatchResponse{Results: []CompleteResult{{Task: valid(), Locality: "RACK_LOCAL", Status: 200}, {Task: "x", Error: valid(), Status: 404}}}
-		raw = appendCompleteBatchResponse(nil, &cr)
+		raw = AppendCompleteBatchResponse(nil, &cr)
 		checkResponse(t, raw, DecodeCompleteBatchResponse)
 		gotc, err := DecodeCompleteBatchResponse(raw)
 		if err != nil || !reflect.DeepEqual(gotc, cr) {

@@ -1,8 +1,9 @@
-package scheduler
+package schedapi
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -17,8 +18,8 @@ import (
 func decodeAll(t *testing.T, body []byte) {
 	const maxWait, maxTasks = time.Minute, 64
 	refused := func(what string, err error) {
-		if c := StatusOf(err); c != http.StatusBadRequest && c != http.StatusRequestEntityTooLarge {
-			t.Fatalf("%s: error %v maps to HTTP %d, want 400 or 413", what, err, c)
+		if !errors.Is(err, ErrBadRequest) && !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("%s: error %v wraps neither ErrBadRequest nor ErrTooLarge (a 400 or 413)", what, err)
 		}
 		if err.Error() == "" {
 			t.Fatalf("%s: empty error message", what)
@@ -36,7 +37,7 @@ func decodeAll(t *testing.T, body []byte) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := decodeJSON(bytes.NewReader(raw), fresh); err != nil {
+		if err := DecodeJSON(bytes.NewReader(raw), fresh); err != nil {
 			t.Fatalf("re-decoding %s: %v", raw, err)
 		}
 		if !reflect.DeepEqual(reflect.ValueOf(v).Elem().Interface(), reflect.ValueOf(fresh).Elem().Interface()) {
@@ -45,7 +46,7 @@ func decodeAll(t *testing.T, body []byte) {
 	}
 
 	var p PlaceRequest
-	if err := decodeJSON(bytes.NewReader(body), &p); err != nil {
+	if err := DecodeJSON(bytes.NewReader(body), &p); err != nil {
 		refused("place decode", err)
 	} else if err := p.Validate(maxWait); err != nil {
 		refused("place validate", err)
@@ -58,7 +59,7 @@ func decodeAll(t *testing.T, body []byte) {
 	}
 
 	var b PlaceBatchRequest
-	if err := decodeJSON(bytes.NewReader(body), &b); err != nil {
+	if err := DecodeJSON(bytes.NewReader(body), &b); err != nil {
 		refused("batch decode", err)
 	} else if err := b.Validate(maxWait, maxTasks); err != nil {
 		refused("batch validate", err)
@@ -78,7 +79,7 @@ func decodeAll(t *testing.T, body []byte) {
 	}
 
 	var c CompleteRequest
-	if err := decodeJSON(bytes.NewReader(body), &c); err != nil {
+	if err := DecodeJSON(bytes.NewReader(body), &c); err != nil {
 		refused("complete decode", err)
 	} else if err := c.Validate(); err != nil {
 		refused("complete validate", err)
@@ -86,14 +87,14 @@ func decodeAll(t *testing.T, body []byte) {
 		if c.Job == "" || c.Task == "" || c.Bytes < 0 || c.LocalHitBytes < 0 || c.PeerHitBytes < 0 || c.MissBytes < 0 || c.DurationMS < 0 {
 			t.Fatalf("accepted %+v", c)
 		}
-		if o := (&CompleteTask{Bytes: c.Bytes, LocalHitBytes: c.LocalHitBytes, PeerHitBytes: c.PeerHitBytes, MissBytes: c.MissBytes, DurationMS: c.DurationMS}).outcome(); o.Bytes != 0 && o.Bytes < o.LocalHit+o.PeerHit+o.Miss {
-			t.Fatalf("accepted inconsistent outcome %+v", o)
+		if c.Bytes != 0 && c.Bytes < c.LocalHitBytes+c.PeerHitBytes+c.MissBytes {
+			t.Fatalf("accepted inconsistent outcome %+v", c)
 		}
 		roundTrip(&c, &CompleteRequest{})
 	}
 
 	var cb CompleteBatchRequest
-	if err := decodeJSON(bytes.NewReader(body), &cb); err != nil {
+	if err := DecodeJSON(bytes.NewReader(body), &cb); err != nil {
 		refused("complete batch decode", err)
 	} else if err := cb.Validate(maxTasks); err != nil {
 		refused("complete batch validate", err)
@@ -104,9 +105,9 @@ func decodeAll(t *testing.T, body []byte) {
 	// Through a size limit, as the handlers read bodies.
 	limited := http.MaxBytesReader(httptest.NewRecorder(), bodyOf(body), 256)
 	var lp PlaceRequest
-	if err := decodeJSON(limited, &lp); err != nil {
+	if err := DecodeJSON(limited, &lp); err != nil {
 		refused("limited decode", err)
-		if len(body) <= 256 && StatusOf(err) == http.StatusRequestEntityTooLarge {
+		if len(body) <= 256 && errors.Is(err, ErrTooLarge) {
 			t.Fatalf("a %d-byte body refused as too large", len(body))
 		}
 	} else if len(body) > 256 && strings.TrimSpace(string(body[256:])) != "" {
@@ -144,7 +145,7 @@ func TestDecodeSeeds(t *testing.T) {
 // FuzzDecode feeds arbitrary bodies to the request decoders and
 // validators. Run it for a while with
 //
-//	go test ./pkg/scheduler -run '^$' -fuzz FuzzDecode -fuzztime 2m
+//	go test ./pkg/schedapi -run '^$' -fuzz FuzzDecode -fuzztime 2m
 func FuzzDecode(f *testing.F) {
 	for _, s := range decodeSeeds {
 		f.Add([]byte(s))
@@ -177,8 +178,8 @@ func TestValidateTable(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: got %v, want ok=%v", tc.name, err, tc.ok)
 		}
-		if err != nil && StatusOf(err) != http.StatusBadRequest {
-			t.Errorf("%s: %v maps to %d", tc.name, err, StatusOf(err))
+		if err != nil && !errors.Is(err, ErrBadRequest) {
+			t.Errorf("%s: %v does not wrap ErrBadRequest", tc.name, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package scheduler
+package schedapi
 
 import (
 	"strconv"
@@ -452,7 +452,9 @@ func appendPlacement(dst []byte, p *Placement) []byte {
 	return append(dst, '}')
 }
 
-func appendPlaceBatchResponse(dst []byte, r *PlaceBatchResponse) []byte {
+// AppendPlaceBatchResponse appends the answer to POST /v1/place/batch:
+// exactly what json.NewEncoder(w).Encode(r) writes, final newline included.
+func AppendPlaceBatchResponse(dst []byte, r *PlaceBatchResponse) []byte {
 	dst = append(dst, `{"placements":`...)
 	if r.Placements == nil {
 		dst = append(dst, "null"...)
@@ -469,7 +471,9 @@ func appendPlaceBatchResponse(dst []byte, r *PlaceBatchResponse) []byte {
 	return append(dst, '}', '\n')
 }
 
-func appendCompleteResponse(dst []byte, r *CompleteResponse) []byte {
+// AppendCompleteResponse appends the answer to POST /v1/complete, as
+// json.Encoder writes it.
+func AppendCompleteResponse(dst []byte, r *CompleteResponse) []byte {
 	dst = append(dst, '{')
 	dst = appendKey(dst, true, "job")
 	dst = appendString(dst, r.Job)
@@ -480,7 +484,9 @@ func appendCompleteResponse(dst []byte, r *CompleteResponse) []byte {
 	return append(dst, '}', '\n')
 }
 
-func appendCompleteBatchResponse(dst []byte, r *CompleteBatchResponse) []byte {
+// AppendCompleteBatchResponse appends the answer to POST
+// /v1/complete/batch, as json.Encoder writes it.
+func AppendCompleteBatchResponse(dst []byte, r *CompleteBatchResponse) []byte {
 	dst = append(dst, `{"results":`...)
 	if r.Results == nil {
 		dst = append(dst, "null"...)
@@ -511,7 +517,8 @@ func appendCompleteBatchResponse(dst []byte, r *CompleteBatchResponse) []byte {
 	return append(dst, '}', '\n')
 }
 
-// appendSingle encodes a single Placement answer.
-func appendPlacementResponse(dst []byte, p *Placement) []byte {
+// AppendPlacementResponse appends the answer to POST /v1/place, as
+// json.Encoder writes it.
+func AppendPlacementResponse(dst []byte, p *Placement) []byte {
 	return append(appendPlacement(dst, p), '\n')
 }

@@ -1,0 +1,164 @@
+package schedapi
+
+import (
+	"fmt"
+	"math"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits on names in requests.
+const (
+	MaxNameLen = 256  // job and task ids, bytes
+	MaxURILen  = 4096 // split URIs, bytes
+)
+
+// Validation: what the scheduler accepts, so a client can check a request
+// before sending it. Every Validate returns nil or an error wrapping
+// ErrBadRequest whose message names the field.
+
+func checkName(what, s string) error {
+	switch {
+	case s == "":
+		return badRequest("empty %s", what)
+	case len(s) > MaxNameLen:
+		return badRequest("%s is %d bytes, the limit is %d", what, len(s), MaxNameLen)
+	case !utf8.ValidString(s):
+		return badRequest("%s is not valid UTF-8", what)
+	}
+	return nil
+}
+
+// Validate checks a split: non-empty URI, offset >= 0, length > 0, no
+// overflow.
+func (s *Split) Validate() error {
+	switch {
+	case s.URI == "":
+		return badRequest("empty split uri")
+	case len(s.URI) > MaxURILen:
+		return badRequest("split uri is %d bytes, the limit is %d", len(s.URI), MaxURILen)
+	case s.Offset < 0:
+		return badRequest("negative split offset %d", s.Offset)
+	case s.Length <= 0:
+		return badRequest("split length %d must be > 0", s.Length)
+	case s.Offset > math.MaxInt64-s.Length:
+		return badRequest("split offset %d + length %d overflows", s.Offset, s.Length)
+	}
+	return nil
+}
+
+func checkWait(ms int64, max time.Duration) error {
+	if ms > max.Milliseconds() {
+		return badRequest("wait_ms %d exceeds the limit %d", ms, max.Milliseconds())
+	}
+	return nil
+}
+
+// Validate checks a place request (maxWait bounds wait_ms).
+func (r *PlaceRequest) Validate(maxWait time.Duration) error {
+	if err := checkName("job", r.Job); err != nil {
+		return err
+	}
+	if err := checkName("task", r.Task); err != nil {
+		return err
+	}
+	if err := r.Split.Validate(); err != nil {
+		return err
+	}
+	return checkWait(r.WaitMS, maxWait)
+}
+
+// Validate checks a batch: a job, 1..maxTasks tasks with distinct valid
+// ids and splits.
+func (r *PlaceBatchRequest) Validate(maxWait time.Duration, maxTasks int) error {
+	if err := checkName("job", r.Job); err != nil {
+		return err
+	}
+	if len(r.Tasks) == 0 {
+		return badRequest("empty batch: no tasks")
+	}
+	if len(r.Tasks) > maxTasks {
+		return badRequest("batch of %d tasks exceeds the limit %d", len(r.Tasks), maxTasks)
+	}
+	seen := make(map[string]struct{}, len(r.Tasks))
+	for i := range r.Tasks {
+		t := &r.Tasks[i]
+		if err := checkName("task", t.Task); err != nil {
+			return badRequest("tasks[%d]: %v", i, stripBad(err))
+		}
+		if err := t.Split.Validate(); err != nil {
+			return badRequest("tasks[%d] (%q): %v", i, t.Task, stripBad(err))
+		}
+		if _, dup := seen[t.Task]; dup {
+			return badRequest("tasks[%d]: task %q is listed twice", i, t.Task)
+		}
+		seen[t.Task] = struct{}{}
+	}
+	return checkWait(r.WaitMS, maxWait)
+}
+
+func checkOutcome(bytes, local, peer, miss, durMS int64) error {
+	switch {
+	case bytes < 0 || local < 0 || peer < 0 || miss < 0:
+		return badRequest("negative byte count (bytes %d, local %d, peer %d, miss %d)", bytes, local, peer, miss)
+	case durMS < 0:
+		return badRequest("negative duration_ms %d", durMS)
+	case durMS > math.MaxInt64/int64(time.Millisecond):
+		return badRequest("duration_ms %d overflows", durMS)
+	case local > math.MaxInt64-peer || local+peer > math.MaxInt64-miss:
+		return badRequest("byte counts overflow")
+	case bytes != 0 && bytes < local+peer+miss:
+		return badRequest("bytes %d < local_hit_bytes %d + peer_hit_bytes %d + miss_bytes %d", bytes, local, peer, miss)
+	}
+	return nil
+}
+
+// Validate checks a complete request.
+func (r *CompleteRequest) Validate() error {
+	if err := checkName("job", r.Job); err != nil {
+		return err
+	}
+	if err := checkName("task", r.Task); err != nil {
+		return err
+	}
+	return checkOutcome(r.Bytes, r.LocalHitBytes, r.PeerHitBytes, r.MissBytes, r.DurationMS)
+}
+
+// Validate checks a complete batch (maxTasks bounds it). Tasks are checked
+// as a whole: one bad task rejects the batch.
+func (r *CompleteBatchRequest) Validate(maxTasks int) error {
+	if err := checkName("job", r.Job); err != nil {
+		return err
+	}
+	if len(r.Tasks) == 0 {
+		return badRequest("empty batch: no tasks")
+	}
+	if len(r.Tasks) > maxTasks {
+		return badRequest("batch of %d tasks exceeds the limit %d", len(r.Tasks), maxTasks)
+	}
+	for i := range r.Tasks {
+		t := &r.Tasks[i]
+		if err := checkName("task", t.Task); err != nil {
+			return badRequest("tasks[%d]: %v", i, stripBad(err))
+		}
+		if err := checkOutcome(t.Bytes, t.LocalHitBytes, t.PeerHitBytes, t.MissBytes, t.DurationMS); err != nil {
+			return badRequest("tasks[%d] (%q): %v", i, t.Task, stripBad(err))
+		}
+	}
+	return nil
+}
+
+// stripBad removes the "bad request: " prefix of a nested validation error.
+func stripBad(err error) string {
+	s := err.Error()
+	const p = "bad request: "
+	if len(s) > len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
+}
+
+// badRequest wraps ErrBadRequest with a message.
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
+}
