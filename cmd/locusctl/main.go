@@ -24,7 +24,7 @@ type command struct {
 // commands maps each subcommand name to its implementation. Each lives in its
 // own file.
 var commands = map[string]command{
-	"ring":      {"ring tools: simulate ring balance and key movement for capacity planning", runRing},
+	"ring":      {"the ring: live status (ring status), capacity planning (ring simulate)", runRing},
 	"cache-sim": {"replay a cache trace through the page-cache policies and print hit ratios", runCacheSim},
 	"plan":      {"list the Parquet row groups under a prefix as splits, with placement key and owner", runPlan},
 	"up":        {"run a local cluster (3 nodes, scheduler, file origin) with a Parquet workload, until Ctrl-C", runUp},

@@ -17,10 +17,12 @@ import (
 const ringUsage = `Usage: locusctl ring <command> [flags]
 
 Commands:
+  status     the live ring as the scheduler sees it: members, racks, states,
+             slots in use, capacity, epoch, block size, replication
   simulate   capacity planning: balance, key movement and lookup cost of a ring
              change ("what moves if I add 4 nodes?"), computed in-process
 
-Run 'locusctl ring simulate --help' for its flags.
+Run 'locusctl ring <command> --help' for its flags.
 `
 
 const simulateUsage = `Usage: locusctl ring simulate [--nodes N] [--vnodes V] [--keys K] [--add M] [--remove M]
@@ -63,7 +65,7 @@ Example: locusctl ring simulate --nodes 96 --add 4 --racks 4
 func runRing(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, ringUsage)
-		return usageErrorf("missing command; try simulate")
+		return usageErrorf("missing command: status or simulate")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
