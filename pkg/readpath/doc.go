@@ -20,4 +20,11 @@
 //
 // ToProto and FromProto convert a Summary to and from the wire message
 // cachev1.ReadSummary.
+//
+// Code and FromStatus are the one table between the read path's sentinel
+// errors (readpath's, pkg/origin's, pkg/cache's, the context's) and the
+// gRPC status codes of the CacheService: the node answers a failed read
+// with status.Error(Code(err), ...), and a reader of the service (the
+// client, a node reading from a peer) turns the status back with
+// FromStatus, so errors.Is(err, origin.ErrNotFound) holds on both sides.
 package readpath
