@@ -20,11 +20,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/locuscache/locus/internal/daemonmain"
 	"github.com/locuscache/locus/internal/flagenv"
 	"github.com/locuscache/locus/internal/units"
 	"github.com/locuscache/locus/pkg/membership"
@@ -80,17 +79,16 @@ type options struct {
 	maxBody, maxBatchBody               int64
 	authTokenFile                       string
 	tlsCert, tlsKey, tlsCA              string
-	logLevel, logFormat                 string
+	log                                 daemonmain.LogFlags
 	shutdownTimeout                     time.Duration
 }
 
 func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := daemonmain.NewFlagSet("scheduler", summary, stderr, &o.log)
 	fs.StringVar(&o.nodeID, "node-id", "", "scheduler id in the gossip and the etcd election (default: scheduler-<host name>)")
 	fs.StringVar(&o.gossipAddr, "gossip-addr", scheduler.DefaultGossipAddr, "gossip (memberlist) listen address ip:port, UDP and TCP")
 	fs.StringVar(&o.gossipAdvertise, "gossip-advertise-addr", "", "gossip address announced to others, when --gossip-addr is not reachable as is (0.0.0.0, NAT)")
-	fs.Var(listFlag{&o.join}, "join", "comma-separated gossip addresses (host:port) of cluster members to join")
+	fs.Var(flagenv.List(&o.join), "join", "comma-separated gossip addresses (host:port) of cluster members to join")
 	fs.DurationVar(&o.joinTimeout, "join-timeout", scheduler.DefaultJoinTimeout, "how long to keep retrying --join while no member answers")
 	fs.StringVar(&o.gossipKeyFile, "gossip-key-file", "", "file holding the gossip encryption key (16, 24 or 32 bytes, raw or base64); the same on every member")
 	fs.StringVar(&o.gossipTuning, "gossip-tuning", "lan", "failure detector timings: lan (a dead node is detected in 3-7s) or loopback (1-3s; single-host clusters)")
@@ -98,7 +96,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.grpcAdvertise, "grpc-advertise-addr", "", "gRPC address announced (gossip metadata, etcd leader record) when --grpc-addr is 0.0.0.0")
 	fs.StringVar(&o.httpAddr, "http-addr", scheduler.DefaultHTTPAddr, "HTTP listen address (JSON API, status page, /metrics, /healthz, /readyz)")
 	fs.StringVar(&o.httpAdvertise, "http-advertise-addr", "", "HTTP address announced (followers name it as the leader) when --http-addr is 0.0.0.0")
-	fs.Var(listFlag{&o.etcdEndpoints}, "etcd-endpoints", "comma-separated etcd endpoints (http://host:2379); empty: standalone, in-memory state")
+	fs.Var(flagenv.List(&o.etcdEndpoints), "etcd-endpoints", "comma-separated etcd endpoints (http://host:2379); empty: standalone, in-memory state")
 	fs.StringVar(&o.etcdPrefix, "etcd-prefix", scheduler.DefaultEtcdPrefix, "prefix of the scheduler's etcd keys")
 	fs.DurationVar(&o.etcdSessionTTL, "etcd-session-ttl", scheduler.DefaultEtcdSessionTTL, "lease TTL of the leader's election key: a dead leader is replaced about this long after it stops (whole seconds)")
 	fs.DurationVar(&o.etcdDialTimeout, "etcd-dial-timeout", scheduler.DefaultEtcdDialTimeout, "bound on connecting to etcd at start")
@@ -121,10 +119,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate: enables TLS on the HTTP and gRPC listeners (with --tls-key)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM CA: require client certificates signed by it (mTLS)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long to wait for in-flight calls and the final counter flush")
-	fs.Usage = flagenv.Usage(fs, summary)
 	return fs
 }
 
@@ -133,67 +128,29 @@ func main() {
 }
 
 // run is main with its inputs explicit, for tests. It returns the exit
-// code: 0 after a clean shutdown, 2 for bad flags, 1 for any other failure.
+// code: 0 after a clean shutdown, 2 for bad flags or an unusable
+// configuration, 1 for a failure to start or serve (daemonmain's codes).
 func run(args []string, lookup func(string) (string, bool), stderr io.Writer) int {
 	var o options
 	fs := newFlags(&o, stderr)
-	fs.SetOutput(io.Discard)
-	err := flagenv.Parse(fs, args, lookup)
-	fs.SetOutput(stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
-		return 0
+	d, code, ok := daemonmain.Parse(fs, args, lookup, &o.log)
+	if !ok {
+		return code
 	}
+	cfg, err := buildConfig(o, d.Log)
 	if err != nil {
-		fmt.Fprintf(stderr, "scheduler: %v (see --help)\n", err)
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "scheduler: unexpected arguments %q (flags only; see --help)\n", fs.Args())
-		return 2
-	}
-	log, err := newLogger(o.logLevel, o.logFormat, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "scheduler: %v\n", err)
-		return 2
-	}
-	cfg, err := buildConfig(o, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "scheduler: %s\n", oneLine(err))
-		return 2
+		return d.Fail(daemonmain.ExitUsage, err)
 	}
 	s, err := scheduler.New(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "scheduler: %s\n", oneLine(err))
-		return 2
+		return d.Fail(daemonmain.ExitUsage, err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := daemonmain.SignalContext(context.Background())
 	defer stop()
-	if err := serve(ctx, s, o.shutdownTimeout, log); err != nil {
-		fmt.Fprintf(stderr, "scheduler: %s\n", oneLine(err))
-		return 1
+	if err := serve(ctx, s, o.shutdownTimeout, d.Log); err != nil {
+		return d.Fail(daemonmain.ExitFailure, err)
 	}
-	return 0
-}
-
-// oneLine renders err on one line without a doubled "scheduler: " prefix.
-func oneLine(err error) string {
-	return strings.TrimPrefix(strings.ReplaceAll(err.Error(), "\n", " "), "scheduler: ")
-}
-
-func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	opts := &slog.HandlerOptions{Level: l}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+	return daemonmain.ExitOK
 }
 
 // buildConfig turns the flags into a scheduler.Config (reading the token,
@@ -342,25 +299,4 @@ func serve(ctx context.Context, s *scheduler.Scheduler, shutdownTimeout time.Dur
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	return s.Shutdown(sctx)
-}
-
-// listFlag is a comma-separated list flag.
-type listFlag struct{ p *[]string }
-
-func (f listFlag) String() string {
-	if f.p == nil {
-		return ""
-	}
-	return strings.Join(*f.p, ",")
-}
-
-func (f listFlag) Set(s string) error {
-	var out []string
-	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	*f.p = out
-	return nil
 }

@@ -67,3 +67,29 @@ func Usage(fs *flag.FlagSet, summary string) func() {
 		})
 	}
 }
+
+// List returns a flag.Value that stores a comma-separated list in *p:
+// "a, b,,c" sets [a b c] (white space trimmed, empty items dropped, nil
+// for none). Each Set replaces the list, so an environment variable or a
+// later flag does not add to an earlier one.
+func List(p *[]string) flag.Value { return listValue{p} }
+
+type listValue struct{ p *[]string }
+
+func (f listValue) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return strings.Join(*f.p, ",")
+}
+
+func (f listValue) Set(s string) error {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	*f.p = out
+	return nil
+}

@@ -63,3 +63,32 @@ func TestParseBadEnv(t *testing.T) {
 		t.Fatalf("got %v, want an error naming LOCUS_SLOTS", err)
 	}
 }
+
+func TestList(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"default"}},
+		{[]string{"--join=a:1, b:2,,c:3 "}, []string{"a:1", "b:2", "c:3"}},
+		{[]string{"--join=a", "--join=b,c"}, []string{"b", "c"}}, // each Set replaces
+		{[]string{"--join="}, nil},
+		{[]string{"--join= , "}, nil},
+	} {
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		got := []string{"default"}
+		fs.Var(List(&got), "join", "")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") || (tc.want == nil) != (got == nil) {
+			t.Errorf("%v: got %q, want %q", tc.args, got, tc.want)
+		}
+		if s := fs.Lookup("join").Value.String(); s != strings.Join(tc.want, ",") {
+			t.Errorf("%v: String() = %q, want %q", tc.args, s, strings.Join(tc.want, ","))
+		}
+	}
+	if s := List(nil).String(); s != "" {
+		t.Errorf("zero List String() = %q", s)
+	}
+}

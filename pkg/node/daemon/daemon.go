@@ -18,18 +18,16 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"os/signal"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/locuscache/locus/internal/daemonmain"
 	"github.com/locuscache/locus/internal/flagenv"
 	"github.com/locuscache/locus/internal/units"
 	"github.com/locuscache/locus/pkg/gateway"
@@ -76,7 +74,7 @@ type options struct {
 	tlsCert, tlsKey, tlsCA             string
 	statTTL, drainTimeout, joinTimeout time.Duration
 	peerIdleTimeout                    time.Duration
-	logLevel, logFormat                string
+	log                                daemonmain.LogFlags
 	sizer                              bool
 	gatewayRegion                      string
 	gatewayLenientRange                bool
@@ -85,13 +83,12 @@ type options struct {
 }
 
 func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("cachenode", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := daemonmain.NewFlagSet("cachenode", summary, stderr, &o.log)
 	fs.StringVar(&o.nodeID, "node-id", "", "node id, unique in the cluster (default: the host name)")
 	fs.StringVar(&o.rack, "rack", "", "rack (failure domain) of this node, for rack-aware placement")
 	fs.StringVar(&o.gossipAddr, "gossip-addr", node.DefaultGossipAddr, "gossip (memberlist) listen address ip:port, UDP and TCP")
 	fs.StringVar(&o.gossipAdvertise, "gossip-advertise-addr", "", "gossip address announced to others, when --gossip-addr is not reachable as is (0.0.0.0, NAT)")
-	fs.Var(listFlag{&o.join}, "join", "comma-separated gossip addresses (host:port) of cluster members to join; empty starts a new cluster")
+	fs.Var(flagenv.List(&o.join), "join", "comma-separated gossip addresses (host:port) of cluster members to join; empty starts a new cluster")
 	fs.StringVar(&o.grpcAddr, "grpc-addr", node.DefaultGRPCAddr, "gRPC listen address (CacheService, health, reflection)")
 	fs.StringVar(&o.grpcAdvertise, "grpc-advertise-addr", "", "gRPC address announced to the cluster (needed when --grpc-addr is 0.0.0.0)")
 	fs.StringVar(&o.httpAddr, "http-addr", node.DefaultHTTPAddr, "HTTP listen address (/metrics, /healthz, /readyz, S3 gateway)")
@@ -121,10 +118,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.peerIdleTimeout, "peer-idle-timeout", node.DefaultPeerIdleTimeout, "a peer read silent this long continues from the origin")
 	fs.StringVar(&o.gatewayRegion, "gateway-region", "", "region the S3 gateway reports for GetBucketLocation")
 	fs.BoolVar(&o.gatewayLenientRange, "gateway-lenient-range", false, "serve the whole object for a malformed Range header, as AWS does (default: 400)")
-	fs.Var(listFlag{&o.gatewayBuckets}, "gateway-bucket", "comma-separated name=uri-prefix mappings for the S3 gateway, e.g. lake=s3://prod/tables/,local=file:///data/; empty: every bucket is itself")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
-	fs.Usage = flagenv.Usage(fs, summary)
+	fs.Var(flagenv.List(&o.gatewayBuckets), "gateway-bucket", "comma-separated name=uri-prefix mappings for the S3 gateway, e.g. lake=s3://prod/tables/,local=file:///data/; empty: every bucket is itself")
 	return fs
 }
 
@@ -136,51 +130,16 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 func Main(args []string, lookup func(string) (string, bool), stderr io.Writer) int {
 	var o options
 	fs := newFlags(&o, stderr)
-	// Parse quietly: a bad flag is one line on stderr, --help the full text.
-	fs.SetOutput(io.Discard)
-	err := flagenv.Parse(fs, args, lookup)
-	fs.SetOutput(stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
-		return 0
+	d, code, ok := daemonmain.Parse(fs, args, lookup, &o.log)
+	if !ok {
+		return code
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "cachenode: %v (see --help)\n", err)
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "cachenode: unexpected arguments %q (flags only; see --help)\n", fs.Args())
-		return 2
-	}
-	log, err := newLogger(o.logLevel, o.logFormat, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "cachenode: %v\n", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := daemonmain.SignalContext(context.Background())
 	defer stop()
-	if err := serve(ctx, o, log); err != nil {
-		fmt.Fprintf(stderr, "cachenode: %s\n", oneLine(err))
-		return 1
+	if err := serve(ctx, o, d.Log); err != nil {
+		return d.Fail(daemonmain.ExitFailure, err)
 	}
-	return 0
-}
-
-func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }
-
-func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	opts := &slog.HandlerOptions{Level: l}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+	return daemonmain.ExitOK
 }
 
 // serve runs the node until ctx ends (a signal), then stops it.
