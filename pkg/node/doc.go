@@ -17,11 +17,12 @@
 //  2. Split [off, end) by block (Config.BlockSize). For block i the
 //     preference list is ring.Owners(BlockKey(uri, i), Config.Replication).
 //     If this node is in it, or the request is a peer read (Peer: never
-//     forwarded again), the pages come from the local cache, which fills
-//     from the origin on a miss. Otherwise the node reads the block through
-//     the first reachable node of the list with ReadRange{Peer: true,
-//     ExpectedVersion: version}. Consecutive blocks served the same way make
-//     one cache read or one peer stream.
+//     forwarded again), the pages come from the local cache. On a miss the
+//     cache fills from the origin, except on a replica (below). Otherwise
+//     the node reads the block through the first reachable node of the
+//     list with ReadRange{Peer: true, ExpectedVersion: version}.
+//     Consecutive blocks served the same way make one cache read or one
+//     peer stream.
 //  3. If no node of the list answers (dial failure, UNAVAILABLE, a peer silent for
 //     Config.PeerIdleTimeout, a broken stream), the rest of the block comes
 //     straight from the origin, uncached here (the pages are not ours),
@@ -49,9 +50,49 @@
 // cluster's (the error names the --replication to use). The scheduler takes
 // the nodes' value for its preference lists, so a task it counts DATA_LOCAL
 // runs on a node of its block's list and reads from that node's own cache.
-// With 2, a block is cached on its owner and the next node of the ring when
-// tasks run on both; when the owner is down, a non-member of the list reads
-// through the second node (a peer hit) instead of the origin.
+// With 2, a block is cached on its owner and on the next node of the ring
+// once a task reads it there (the second node fills from the owner's
+// cache); when the owner is down, a non-member of the list reads through
+// the second node (a peer hit) instead of the origin.
+//
+// Filling a replica. A node at position k > 0 of a block's list (a
+// replica) fills its cache misses from the nodes before it in the list, not
+// straight from the origin, so that a task placed DATA_LOCAL on a replica
+// hits the cluster's cache. The rule, for this node's own reads (client reads, the gateway,
+// footer reads, and Prefetch):
+//
+//   - The cache's fill of the missing pages (whole pages, one request per
+//     run of missing pages, as the cache fills) is a peer read,
+//     ReadRange{Peer: true, ExpectedVersion: version}, from the earlier
+//     nodes of the list in order, owner first, skipping those known down
+//     (Config.PeerBackoff) or absent from the view. The owner serves it
+//     from its cache and fills its own cache from the origin on a miss, so
+//     the origin is read once per page cluster-wide, by the owner.
+//   - The pages are then cached here too: the next read on the replica is
+//     a local hit.
+//   - A node that fails mid-fill is left at the byte it reached and the
+//     next earlier node continues; only when none of them can serve does
+//     the replica read the rest from the origin itself (owner_unavailable).
+//     A peer's answer about the object (version changed, not found, out of
+//     range) fails the fill like an origin error would: the version rule
+//     above applies, so a replica never caches or mixes bytes of another
+//     version.
+//   - A peer read is served from the receiver's cache, which fills from
+//     the origin even when the receiver is a replica: requests from other
+//     nodes are never sent on, which keeps fills loop-free whatever the
+//     views say. A forwarded Prefetch is the same.
+//
+// The cache does the fill through its Origin (fillOrigin): a read on a
+// replica's blocks puts the list's earlier nodes in the context of its
+// cache read, and the adapter fills through them; without them it reads
+// the origin. pkg/cache is unchanged.
+//
+// Prefetch on a replica's blocks therefore warms the replica and, when the
+// owner did not hold the pages, the owner too (it fetched them from the
+// origin to serve the replica); its FetchedBytes are the bytes the origin
+// served (to the owner or to the replica), CachedBytes those found in the
+// replica's or the owner's cache. Prefetch on the owner, or forwarded to
+// it by a node outside the list, warms the owner only.
 //
 // # How bytes are counted
 //
@@ -61,11 +102,39 @@
 // with miss causes. When a peer stream breaks mid-way, the bytes it had
 // delivered count as peer hits.
 //
+// On a replica the rule is the same, by where the bytes were when the read
+// asked for them: a page found in this cache is a local hit; a page this
+// cache filled from an earlier node counts as that node's answer said: a
+// peer hit if it was in that node's cache (the task stays DATA_LOCAL and
+// its bytes hit the cluster's cache), origin bytes with that node's miss
+// cause if it fetched them from the origin, and owner_unavailable when the
+// replica read the origin itself because no earlier node could serve. The
+// cache engine still counts the page as a miss of its own (Stats,
+// locus_cache_misses_total{cause}, with its own cause): that is this
+// cache's behaviour; the read's summary and locus_cache_bytes_read_total
+// say where the bytes came from.
+//
+// How the read knows: the fill adapter records, for each page it filled
+// through the list (from a peer, or from the origin when none could
+// serve), where its bytes came from and where in the fill buffer
+// the cache holds it (fillLog: the last 4096 to 8192 pages filled, so it
+// stays small). The cache serves a missed page to every read that wanted
+// it, the one that fetched it and those that waited for the same fetch,
+// from that very buffer, and a hit from its own memory; so the read
+// recognises a filled page by the address of the slice it is handed, and
+// counts it as the fill did, whoever led the fetch. The bytes of a page the
+// read took from another fill (from the origin: another node's peer read
+// on this replica), or whose record was dropped before the read got to it
+// (thousands of fills later), keep the cache's cause. Exact per page when a peer's
+// answer covered pages of one kind (all in its cache, or all fetched with
+// one cause: the usual case); a peer answer that mixed both spreads its
+// totals over its pages in order (hits first), exact in total.
+//
 // Metrics (prefix locus_, private registry, plus Go and process
 // collectors):
 //
 //	locus_cache_hits_total                      pages served by this node's cache (own reads and peer reads)
-//	locus_cache_misses_total{cause}             pages missed: cold, capacity, invalidated, corrupt (this cache), owner_unavailable (this node's readers)
+//	locus_cache_misses_total{cause}             pages missed: cold, capacity, invalidated, corrupt (this cache), owner_unavailable (this node's readers, read around this cache)
 //	locus_cache_bytes_read_total{source}        bytes returned to this node's readers (not peers) by source: local, peer, origin
 //	locus_peer_served_bytes_total{source}       bytes served to other nodes' peer reads: local, origin
 //	locus_cache_used_bytes, _capacity_bytes     page data cached, and the capacity
@@ -109,8 +178,10 @@
 // their footers through the cluster cache and keeps them parsed in a
 // parquetx.FooterCache keyed by (URI, version); it returns row groups and
 // column chunks. Prefetch loads byte ranges or the column chunks of row
-// groups into the owners' caches (a non-owner forwards the owner's part to
-// its Prefetch, marked so it is not forwarded again).
+// groups into the caches of the blocks' lists: a node in the list into its
+// own cache (a replica through the owner, see "Filling a replica"), a node
+// outside it forwards the part to the first reachable node of the list
+// (its Prefetch, marked so it is not forwarded again).
 //
 // # Lifecycle
 //

@@ -25,7 +25,7 @@ type metrics struct {
 
 	bytesRead      *prometheus.CounterVec // locus_cache_bytes_read_total{source}
 	peerServed     *prometheus.CounterVec // locus_peer_served_bytes_total{source}
-	ownerUnavail   atomic.Int64           // pages, folded into locus_cache_misses_total{cause="owner_unavailable"}
+	ownerUnavail   atomic.Int64           // pages read around this cache (readOrigin), folded into locus_cache_misses_total{cause="owner_unavailable"}
 	readDuration   *prometheus.HistogramVec
 	reads          *prometheus.CounterVec // locus_reads_total{kind,code}
 	originRequests *prometheus.CounterVec // locus_origin_requests_total{op,status}
@@ -113,7 +113,6 @@ func (m *metrics) observeRead(peer bool, s readpath.Summary, err error, d time.D
 	m.bytesRead.WithLabelValues("local").Add(float64(s.LocalHitBytes))
 	m.bytesRead.WithLabelValues("peer").Add(float64(s.PeerHitBytes))
 	m.bytesRead.WithLabelValues("origin").Add(float64(s.OriginBytes))
-	m.ownerUnavail.Add(s.Misses[readpath.OwnerUnavailable].Pages)
 }
 
 // peerRead records the outcome of one peer stream.
@@ -195,7 +194,7 @@ type nodeCollector struct {
 
 var (
 	descHits       = prometheus.NewDesc("locus_cache_hits_total", "Pages served from this node's cache (for its own readers and for peers).", nil, nil)
-	descMisses     = prometheus.NewDesc("locus_cache_misses_total", "Pages not served from a cache, by cause: cold, capacity, invalidated, corrupt (this node's cache), owner_unavailable (a block owner could not be reached, so this node read the origin).", []string{"cause"}, nil)
+	descMisses     = prometheus.NewDesc("locus_cache_misses_total", "Pages not served from a cache, by cause: cold, capacity, invalidated, corrupt (this node's cache), owner_unavailable (no node of a block's preference list could be reached, so this node read the origin around its cache; a list node that fills its cache from the origin for that reason counts the page under its cache's cause).", []string{"cause"}, nil)
 	descUsed       = prometheus.NewDesc("locus_cache_used_bytes", "Bytes of page data cached.", nil, nil)
 	descCapacity   = prometheus.NewDesc("locus_cache_capacity_bytes", "Page data capacity of the cache.", nil, nil)
 	descEvictions  = prometheus.NewDesc("locus_cache_evictions_total", "Pages evicted for space.", nil, nil)

@@ -54,6 +54,7 @@ type Node struct {
 	members Membership
 	gossip  *membership.Membership // nil when Config.Membership was given
 	peers   *peerPool
+	fills   fillLog // recent fills through earlier list nodes (fill.go)
 	tls     *tlsSetup
 
 	grpcLis, httpLis   net.Listener
@@ -106,7 +107,7 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	ccfg := cache.Config{
-		Origin:        cacheOrigin{n.stats},
+		Origin:        fillOrigin{n},
 		Dir:           cfg.CacheDir,
 		CapacityBytes: cfg.CacheSize,
 		MemoryBytes:   cfg.MemorySize,
@@ -240,18 +241,6 @@ func advertised(l net.Listener, override, flag string) (string, error) {
 		return "", fmt.Errorf("%w: listening on %s, which peers cannot dial: set %s", ErrInvalidConfig, a, flag)
 	}
 	return a.String(), nil
-}
-
-// cacheOrigin adapts the node's store to the cache's Origin, wrapping a
-// version change in cache.ErrVersionChanged as the cache requires.
-type cacheOrigin struct{ s origin.Store }
-
-func (o cacheOrigin) ReadAt(ctx context.Context, obj cache.Object, p []byte, off int64) (int, error) {
-	k, err := o.s.ReadAt(ctx, obj.URI, obj.Version, p, off)
-	if err != nil && errors.Is(err, origin.ErrVersionChanged) {
-		err = errVersionChanged(err)
-	}
-	return k, err
 }
 
 // Start serves gRPC and HTTP, joins the cluster through Config.Join

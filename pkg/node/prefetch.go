@@ -109,15 +109,23 @@ type PrefetchRequest struct {
 }
 
 // PrefetchResult says how many bytes had to be fetched from the origin and
-// how many were already cached, summed over the owners.
+// how many were already cached (on the node that cached them, or, for a
+// replica's fill, on the earlier node of the list that served it), summed
+// over the nodes.
 type PrefetchResult struct {
 	FetchedBytes, CachedBytes int64
 }
 
-// Prefetch loads the requested bytes into the caches of the nodes that own
-// them: blocks this node owns into its own cache, the others by asking
-// their owner (its Prefetch, marked as forwarded so it is never forwarded
-// again). It returns once every page is cached, or with the first error.
+// Prefetch loads the requested bytes into the caches of the nodes of their
+// blocks' preference lists: the blocks whose list holds this node into its
+// own cache, the others by asking the first reachable node of their list
+// (its Prefetch, marked as forwarded so it is never forwarded again, and
+// which fills from the origin). On a block where this node is a replica
+// (not first in the list) its cache fills the way its reads do: from the
+// earlier nodes of the list, whose own caches fill from the origin on a
+// miss, so such a prefetch warms the owner too (see the package
+// documentation). It returns once every page is cached, or with the first
+// error.
 // Errors are those of Read, plus parquetx.ErrNoSuchRowGroup /
 // ErrNoSuchColumn, an error wrapping parquetx.ErrNotParquet for row groups
 // of an object that is not Parquet, and ErrOwnerUnavailable.
@@ -163,54 +171,78 @@ func (n *Node) prefetch(ctx context.Context, req PrefetchRequest, forwarded bool
 	}
 	ranges = parquetx.MergeRanges(ranges, 0)
 
-	// Group the pieces by who caches them: this node ("") or an owner.
+	// Group the pieces by how they are cached: here from the origin (the
+	// blocks this node owns, or all of them for a forwarded prefetch),
+	// here through the nodes before this one in the list (a replica's
+	// blocks), or by the first reachable node of the list.
+	type group struct {
+		local  bool
+		nodes  []ring.Node // local: the fill route; else the preference list
+		ranges []parquetx.Range
+	}
 	obj := cache.Object{URI: req.URI, Version: info.Version, Size: info.Size}
 	view := n.members.View()
 	bs := n.cfg.BlockSize
-	groups := map[string][]parquetx.Range{}
-	prefs := map[string][]ring.Node{}
+	groups := map[string]*group{}
+	var order []string
 	for _, r := range ranges {
 		end := min(r.End(), info.Size)
 		for off := r.Offset; off < end; {
 			bend := min(end, (off/bs+1)*bs)
-			key := ""
+			gr := group{local: true}
 			if !forwarded && view.Ring != nil {
 				owners := view.Ring.Owners(ring.BlockKey(req.URI, off/bs), n.cfg.Replication)
-				if !slices.ContainsFunc(owners, func(o ring.Node) bool { return o.ID == n.cfg.ID }) {
-					key = owners[0].ID
-					prefs[key] = owners
+				if i := slices.IndexFunc(owners, func(o ring.Node) bool { return o.ID == n.cfg.ID }); i >= 0 {
+					gr.nodes = owners[:i]
+				} else {
+					gr.local, gr.nodes = false, owners
 				}
 			}
-			groups[key] = append(groups[key], parquetx.Range{Offset: off, Length: bend - off})
+			key := fmt.Sprintf("%v %v", gr.local, ownerIDs(gr.nodes))
+			if groups[key] == nil {
+				groups[key] = &gr
+				order = append(order, key)
+			}
+			groups[key].ranges = append(groups[key].ranges, parquetx.Range{Offset: off, Length: bend - off})
 			off = bend
 		}
 	}
 	var mu sync.Mutex
+	add := func(fetched, cached int64) {
+		mu.Lock()
+		res.FetchedBytes += fetched
+		res.CachedBytes += cached
+		mu.Unlock()
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
-	for key, rs := range groups {
-		rs := parquetx.MergeRanges(rs, 0)
-		if key == "" {
+	for _, key := range order {
+		gr := groups[key]
+		rs := parquetx.MergeRanges(gr.ranges, 0)
+		switch {
+		case gr.local && len(gr.nodes) == 0:
 			for _, r := range rs {
 				g.Go(func() error {
 					rr, err := n.cache.Prefetch(gctx, obj, r.Offset, r.Length)
-					mu.Lock()
-					res.FetchedBytes += rr.MissBytes
-					res.CachedBytes += rr.HitBytes
-					mu.Unlock()
+					add(rr.MissBytes, rr.HitBytes)
 					return err
 				})
 			}
-			continue
+		case gr.local:
+			for _, r := range rs {
+				g.Go(func() error {
+					s, err := n.viewRouted(gctx, view, gr.nodes, obj, r.Offset, r.Length, nil)
+					add(s.OriginBytes, s.LocalHitBytes+s.PeerHitBytes)
+					return err
+				})
+			}
+		default:
+			g.Go(func() error {
+				r, err := n.prefetchRemote(gctx, view, gr.nodes, req.URI, rs)
+				add(r.FetchedBytes, r.CachedBytes)
+				return err
+			})
 		}
-		g.Go(func() error {
-			r, err := n.prefetchRemote(gctx, view, prefs[key], req.URI, rs)
-			mu.Lock()
-			res.FetchedBytes += r.FetchedBytes
-			res.CachedBytes += r.CachedBytes
-			mu.Unlock()
-			return err
-		})
 	}
 	err = g.Wait()
 	if isVersionChanged(err) {

@@ -187,36 +187,46 @@ func (n *Node) readVersion(ctx context.Context, req readpath.Request, info origi
 	}
 	view := n.members.View()
 	bs := n.cfg.BlockSize
-	// plan says whether block b is served here and, if not, by whom.
+	// plan says whether block b is served here and, if not, by whom
+	// (the block's preference list). If here, it returns the nodes before
+	// this one in the list, through which the cache fills (none for the
+	// owner, and for a peer read, which fills from the origin).
 	var owners, next []ring.Node
 	plan := func(b int64, dst []ring.Node) (bool, []ring.Node) {
 		if req.Peer || view.Ring == nil {
 			return true, dst[:0]
 		}
 		dst = view.Ring.AppendOwners(dst[:0], ring.BlockKey(req.URI, b), n.cfg.Replication)
-		return slices.ContainsFunc(dst, func(o ring.Node) bool { return o.ID == n.cfg.ID }), dst
+		if i := slices.IndexFunc(dst, func(o ring.Node) bool { return o.ID == n.cfg.ID }); i >= 0 {
+			return true, dst[:i]
+		}
+		return false, dst
 	}
 	for off := req.Offset; off < end; {
-		// A run: consecutive blocks served the same way (here, or through
-		// the same preference list) make one cache read or one peer stream.
+		// A run: consecutive blocks served the same way (here, filling
+		// through the same nodes, or through the same preference list)
+		// make one cache read or one peer stream.
 		var local bool
 		local, owners = plan(off/bs, owners)
 		runEnd := min(end, (off/bs+1)*bs)
 		for runEnd < end {
 			var l bool
 			l, next = plan(runEnd/bs, next)
-			if l != local || (!local && !slices.Equal(next, owners)) {
+			if l != local || !slices.Equal(next, owners) {
 				break
 			}
 			runEnd = min(end, runEnd+bs)
 		}
 		var s readpath.Summary
 		var err error
-		if local {
+		switch {
+		case local && len(owners) == 0:
 			var r cache.ReadResult
 			r, err = n.cache.View(ctx, obj, off, runEnd-off, emit)
 			s = localSummary(r)
-		} else {
+		case local:
+			s, err = n.viewRouted(ctx, view, slices.Clone(owners), obj, off, runEnd-off, emit)
+		default:
 			s, err = n.readRemote(ctx, view, owners, obj, off, runEnd, emit)
 		}
 		sum.Add(s)
@@ -298,6 +308,7 @@ func (n *Node) readOrigin(ctx context.Context, obj cache.Object, off, end int64,
 		sum.OriginBytes += int64(k)
 		sum.Misses[readpath.OwnerUnavailable].Pages += pages
 		sum.Misses[readpath.OwnerUnavailable].Bytes += int64(k)
+		n.metrics.ownerUnavail.Add(pages)
 		off += int64(k)
 	}
 	return sum, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/locuscache/locus/pkg/origin"
 	"github.com/locuscache/locus/pkg/origin/origintest"
 	"github.com/locuscache/locus/pkg/readpath"
+	"github.com/locuscache/locus/pkg/ring"
 	cachev1 "github.com/locuscache/locus/proto/cache/v1"
 )
 
@@ -110,8 +112,9 @@ func testReadThreeNodes(t *testing.T, repl int) {
 				if s.LocalHitBytes != local || s.PeerHitBytes != end-tc.off-local || s.OriginBytes != 0 {
 					t.Fatalf("warm read summary %+v, want local %d peer %d", s, local, end-tc.off-local)
 				}
-				// Each block is cached on one node of its list: the reader
-				// when it is in the list, else the first node (its owner).
+				// Each block is cached on the nodes of its list up to the
+				// reader when it is in the list, else on the first node
+				// (its owner).
 				for _, m := range c.nodes {
 					want := cachedOn(c, uri, tc.off, end, n.ID(), m.ID())
 					if used := m.CacheStats().UsedBytes; (want == 0) != (used == 0) {
@@ -123,17 +126,20 @@ func testReadThreeNodes(t *testing.T, repl int) {
 	}
 }
 
-// cachedOn counts the bytes of [off, end) that a read on reader caches on
-// node id: blocks whose list holds the reader are cached by the reader,
-// the others by the first node of their list.
+// cachedOn counts the bytes of [off, end) that a cold read on reader
+// caches on node id: blocks whose list holds the reader are cached by the
+// reader and by the nodes before it in the list (a replica fills through
+// them, and they fill their own caches serving it), the others by the
+// first node of their list.
 func cachedOn(c *tcluster, uri string, off, end int64, reader, id string) int64 {
 	var n int64
 	for b := off / tBlock; b*tBlock < end; b++ {
-		by := reader
-		if !c.prefers(uri, b, reader) {
-			by = c.nodes[0].View().Ring.Owner(ringKey(uri, b)).ID
+		list := c.nodes[0].View().Ring.Owners(ringKey(uri, b), c.repl)
+		by := list[:1]
+		if i := slices.IndexFunc(list, func(o ring.Node) bool { return o.ID == reader }); i >= 0 {
+			by = list[:i+1]
 		}
-		if by == id {
+		if slices.ContainsFunc(by, func(o ring.Node) bool { return o.ID == id }) {
 			n += min(end, (b+1)*tBlock) - max(off, b*tBlock)
 		}
 	}
