@@ -10,28 +10,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/locuscache/locus/internal/testproc"
 )
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // passRow matches a line of the pass table: pass, tasks, DATA_LOCAL,
 // RACK_LOCAL, OTHER_LOCAL, hit ratio, ..., rows, time.
@@ -65,7 +48,7 @@ func parsePasses(t *testing.T, out string) []passLine {
 // temporary directory.
 func TestUpNoWait(t *testing.T) {
 	start := time.Now()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testproc.SyncBuffer
 	err := upMain(context.Background(), []string{"--no-wait"}, &stdout, &stderr)
 	out := stdout.String()
 	if err != nil {
@@ -120,7 +103,7 @@ func TestUpUntilSignal(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testproc.SyncBuffer
 	errc := make(chan error, 1)
 	go func() {
 		errc <- upMain(ctx, []string{"--dir", dir, "--passes", "1", "--tasks", "6", "--rows", "6000"}, &stdout, &stderr)

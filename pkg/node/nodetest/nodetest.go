@@ -26,7 +26,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -421,23 +420,4 @@ func VersityOrigin(t testing.TB, gw *origintest.VersityGW, fileRoot string) orig
 		t.Fatal(err)
 	}
 	return r
-}
-
-// moduleRoot finds the directory holding go.mod, from the working
-// directory up.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -1,20 +1,15 @@
 package nodetest
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/locuscache/locus/pkg/node/daemon"
+	"github.com/locuscache/locus/internal/testproc"
+	nodedaemon "github.com/locuscache/locus/pkg/node/daemon"
 	"github.com/locuscache/locus/pkg/origin/origintest"
 )
 
@@ -22,7 +17,9 @@ import (
 // the cache node daemon instead of its tests (see RunIfDaemon).
 const DaemonEnv = "LOCUS_NODETEST_DAEMON"
 
-var reexec bool
+// daemon hands out the cachenode binary: this test binary after
+// RunIfDaemon, else cmd/cachenode built once.
+var daemon = testproc.Reexec{Env: DaemonEnv, Pkg: "./cmd/cachenode"}
 
 // RunIfDaemon lets a test binary be the cachenode daemon for StartProcess,
 // which saves building cmd/cachenode (a link of several seconds, much more
@@ -41,18 +38,7 @@ var reexec bool
 // cmd/cachenode's (which is daemon.Main and nothing else), compiled with the
 // test's flags (-race included).
 func RunIfDaemon() {
-	if os.Getenv(DaemonEnv) == "1" {
-		os.Exit(daemon.Main(os.Args[1:], os.LookupEnv, os.Stderr))
-	}
-	reexec = true
-}
-
-var build struct {
-	once sync.Once
-	dir  string
-	bin  string
-	err  error
-	out  []byte
+	daemon.RunIf(func() int { return nodedaemon.Main(os.Args[1:], os.LookupEnv, os.Stderr) })
 }
 
 // BuildCachenode returns the path of a cachenode daemon binary: the test
@@ -61,41 +47,12 @@ var build struct {
 // delete it).
 func BuildCachenode(t testing.TB) string {
 	t.Helper()
-	if reexec {
-		self, err := os.Executable()
-		if err != nil {
-			t.Fatalf("nodetest: %v", err)
-		}
-		return self
-	}
-	build.once.Do(func() {
-		root, err := moduleRoot()
-		if err != nil {
-			build.err = err
-			return
-		}
-		if build.dir, err = os.MkdirTemp("", "locus-cachenode-"); err != nil {
-			build.err = err
-			return
-		}
-		build.bin = filepath.Join(build.dir, "cachenode")
-		cmd := exec.Command("go", "build", "-o", build.bin, "./cmd/cachenode")
-		cmd.Dir = root
-		build.out, build.err = cmd.CombinedOutput()
-	})
-	if build.err != nil {
-		t.Fatalf("nodetest: go build ./cmd/cachenode: %v\n%s", build.err, build.out)
-	}
-	return build.bin
+	return daemon.Binary(t)
 }
 
 // RemoveBuilds deletes the binary BuildCachenode built, if any. Call it
 // from TestMain after m.Run.
-func RemoveBuilds() {
-	if build.dir != "" {
-		os.RemoveAll(build.dir)
-	}
-}
+func RemoveBuilds() { daemon.Remove() }
 
 // ProcessOptions configure StartProcess.
 type ProcessOptions struct {
@@ -126,10 +83,7 @@ type Process struct {
 	ID, GossipAddr, GRPCAddr, HTTPAddr string
 	Opts                               ProcessOptions
 
-	cmd  *exec.Cmd
-	logs *syncBuffer
-	done chan struct{}
-	err  error // the process's exit error, set before done closes
+	proc *testproc.Proc
 }
 
 // StartProcess starts bin (see BuildCachenode) with the flags opts
@@ -180,43 +134,16 @@ func StartProcess(t testing.TB, bin string, opts ProcessOptions) *Process {
 	}
 	args = append(args, opts.Args...)
 	env = append(env, opts.Env...)
-	if self, err := os.Executable(); err == nil && self == bin {
-		env = append(env, DaemonEnv+"=1")
-	}
+	env = append(env, daemon.Environ(bin)...)
 
-	p := &Process{ID: opts.ID, GossipAddr: opts.GossipAddr, GRPCAddr: opts.GRPCAddr, HTTPAddr: opts.HTTPAddr,
-		Opts: opts, logs: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = env
-	p.cmd.Stdout = p.logs
-	p.cmd.Stderr = p.logs
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("nodetest: starting %s: %v", bin, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.Kill()
-		if t.Failed() {
-			t.Logf("log of node %s:\n%s", p.ID, p.Logs())
-		}
+	p := &Process{ID: opts.ID, GossipAddr: opts.GossipAddr, GRPCAddr: opts.GRPCAddr, HTTPAddr: opts.HTTPAddr, Opts: opts}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	p.proc = testproc.Start(t, cmd, testproc.Options{
+		Name:  "node " + opts.ID,
+		Ready: func() bool { code, err := p.Readyz(); return err == nil && code == http.StatusOK },
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if code, err := p.Readyz(); err == nil && code == http.StatusOK {
-			return p
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("nodetest: node %s exited before it was ready (%v):\n%s", p.ID, p.err, p.Logs())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nodetest: node %s not ready after 30s:\n%s", p.ID, p.Logs())
-		}
-	}
+	return p
 }
 
 // HTTPClient returns a client for the node's HTTP listener.
@@ -248,56 +175,17 @@ func (p *Process) Readyz() (int, error) {
 }
 
 // Signal sends sig to the process.
-func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+func (p *Process) Signal(sig os.Signal) error { return p.proc.Signal(sig) }
 
 // Kill SIGKILLs the process (if running) and waits for it.
-func (p *Process) Kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
+func (p *Process) Kill() { p.proc.Kill() }
 
 // Wait waits for the process to exit and returns its exit code, or an
 // error after timeout.
-func (p *Process) Wait(timeout time.Duration) (int, error) {
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		return -1, fmt.Errorf("node %s still running after %v", p.ID, timeout)
-	}
-	var ee *exec.ExitError
-	if errors.As(p.err, &ee) {
-		return ee.ExitCode(), nil
-	}
-	if p.err != nil {
-		return -1, p.err
-	}
-	return 0, nil
-}
+func (p *Process) Wait(timeout time.Duration) (int, error) { return p.proc.Wait(timeout) }
 
 // Exited is closed when the process has exited.
-func (p *Process) Exited() <-chan struct{} { return p.done }
+func (p *Process) Exited() <-chan struct{} { return p.proc.Done() }
 
 // Logs returns what the process wrote to stdout and stderr so far.
-func (p *Process) Logs() string { return p.logs.String() }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func (p *Process) Logs() string { return p.proc.Logs() }

@@ -3,21 +3,18 @@ package origintest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/locuscache/locus/internal/testproc"
 	"github.com/locuscache/locus/pkg/origin"
 )
 
@@ -39,34 +36,17 @@ type VersityGW struct {
 	Root      string // the posix backend's directory: Root/Bucket/key
 
 	client *s3.Client
-	cmd    *exec.Cmd
-	done   chan struct{} // closed when the process has exited
-	logs   *syncBuffer
+	proc   *testproc.Proc
 }
 
 // FindVersityGW returns the path of the versitygw binary: PATH first, then
 // $(go env GOPATH)/bin (GOPATH from the environment, `go env`, or ~/go).
 func FindVersityGW() (string, error) {
-	if p, err := exec.LookPath("versitygw"); err == nil {
-		return p, nil
+	p, err := testproc.LookPath("versitygw")
+	if err != nil {
+		return "", fmt.Errorf("%v; install it with: %s", err, InstallHint)
 	}
-	var dirs []string
-	if gp := os.Getenv("GOPATH"); gp != "" {
-		dirs = append(dirs, filepath.SplitList(gp)...)
-	}
-	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		dirs = append(dirs, filepath.SplitList(strings.TrimSpace(string(out)))...)
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		dirs = append(dirs, filepath.Join(home, "go"))
-	}
-	for _, d := range dirs {
-		p := filepath.Join(d, "bin", "versitygw")
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", errors.New("versitygw not found in PATH or $(go env GOPATH)/bin; install it with: " + InstallHint)
+	return p, nil
 }
 
 // StartVersityGW starts versitygw with a temporary posix root and static
@@ -115,28 +95,25 @@ func startOnce(t testing.TB, bin string) (*VersityGW, error) {
 		SecretKey: "locustestsecret0123456789",
 		Bucket:    "locus-test",
 		Root:      t.TempDir(),
-		done:      make(chan struct{}),
-		logs:      &syncBuffer{},
 	}
-	g.cmd = exec.Command(bin,
+	cmd := exec.Command(bin,
 		"--port", fmt.Sprintf("127.0.0.1:%d", port),
 		"--access", g.AccessKey, "--secret", g.SecretKey,
 		"--region", g.Region, "--quiet",
 		"posix", g.Root)
-	g.cmd.Stdout = g.logs
-	g.cmd.Stderr = g.logs
-	if err := g.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+	g.proc, err = testproc.Launch(cmd, testproc.Options{Name: "versitygw", LogLimit: 1 << 20})
+	if err != nil {
+		return nil, err
 	}
-	go func() { _ = g.cmd.Wait(); close(g.done) }()
-	if err := g.waitReady(15 * time.Second); err != nil {
+	// Any HTTP answer means the server is up.
+	if err := g.proc.WaitReady(testproc.HTTPReady(&http.Client{Timeout: time.Second}, g.Endpoint+"/", 0), 15*time.Second, 25*time.Millisecond); err != nil {
 		g.Stop()
-		return nil, fmt.Errorf("%w; server output:\n%s", err, g.logs.String())
+		return nil, fmt.Errorf("%w; server output:\n%s", err, g.Logs())
 	}
 	t.Cleanup(func() {
 		g.Stop()
 		if t.Failed() {
-			t.Logf("versitygw output:\n%s", g.logs.String())
+			t.Logf("versitygw output:\n%s", g.Logs())
 		}
 	})
 	store, err := origin.NewS3Store(context.Background(), g.Config())
@@ -150,44 +127,11 @@ func startOnce(t testing.TB, bin string) (*VersityGW, error) {
 	return g, nil
 }
 
-// waitReady polls until the server answers HTTP (any status).
-func (g *VersityGW) waitReady(limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	hc := &http.Client{Timeout: time.Second}
-	for time.Now().Before(deadline) {
-		select {
-		case <-g.done:
-			return errors.New("versitygw exited during startup")
-		default:
-		}
-		resp, err := hc.Get(g.Endpoint + "/")
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	return fmt.Errorf("versitygw did not answer on %s within %s", g.Endpoint, limit)
-}
-
 // Stop terminates the server (SIGTERM, then SIGKILL after 5s). Idempotent.
-func (g *VersityGW) Stop() {
-	select {
-	case <-g.done:
-		return
-	default:
-	}
-	_ = g.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-g.done:
-	case <-time.After(5 * time.Second):
-		_ = g.cmd.Process.Kill()
-		<-g.done
-	}
-}
+func (g *VersityGW) Stop() { _ = g.proc.Terminate(5 * time.Second) }
 
 // Logs returns what the server printed so far.
-func (g *VersityGW) Logs() string { return g.logs.String() }
+func (g *VersityGW) Logs() string { return g.proc.Logs() }
 
 // Config returns an S3Config for this server: endpoint, path style, static
 // credentials, and short timeouts suited to loopback tests.
@@ -266,24 +210,4 @@ func (g *VersityGW) Delete(t testing.TB, key string) {
 	if _, err := g.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(g.Bucket), Key: aws.String(key)}); err != nil {
 		t.Fatalf("delete %s: %v", key, err)
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() > 1<<20 { // keep the log bounded
-		return len(p), nil
-	}
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

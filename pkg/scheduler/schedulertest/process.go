@@ -1,25 +1,25 @@
 package schedulertest
 
 import (
-	"bytes"
 	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/locuscache/locus/internal/testproc"
 )
 
 // DaemonEnv names the environment variable that makes a test binary run
 // the scheduler daemon instead of its tests (see RunIfDaemon).
 const DaemonEnv = "LOCUS_SCHEDULERTEST_DAEMON"
 
-var reexec bool
+// daemon hands out the scheduler binary: this test binary after
+// RunIfDaemon, else cmd/scheduler built once.
+var daemon = testproc.Reexec{Env: DaemonEnv, Pkg: "./cmd/scheduler"}
 
 // RunIfDaemon lets the test binary of cmd/scheduler be the daemon for
 // StartProcess, which saves a go build (several seconds, more on a loaded
@@ -33,20 +33,7 @@ var reexec bool
 //
 // Started by StartProcess, the binary runs main and exits; otherwise
 // RunIfDaemon returns and BuildScheduler hands out the test binary itself.
-func RunIfDaemon(main func() int) {
-	if os.Getenv(DaemonEnv) == "1" {
-		os.Exit(main())
-	}
-	reexec = true
-}
-
-var build struct {
-	once sync.Once
-	dir  string
-	bin  string
-	err  error
-	out  []byte
-}
+func RunIfDaemon(main func() int) { daemon.RunIf(main) }
 
 // BuildScheduler returns the path of a scheduler daemon binary: the test
 // binary itself after RunIfDaemon, else cmd/scheduler built once per test
@@ -54,51 +41,18 @@ var build struct {
 // TestMain).
 func BuildScheduler(t testing.TB) string {
 	t.Helper()
-	if reexec {
-		self, err := os.Executable()
-		if err != nil {
-			t.Fatalf("schedulertest: %v", err)
-		}
-		return self
-	}
-	build.once.Do(func() {
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			build.err = fmt.Errorf("go env GOMOD: %w", err)
-			return
-		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		if build.dir, err = os.MkdirTemp("", "locus-scheduler-"); err != nil {
-			build.err = err
-			return
-		}
-		build.bin = filepath.Join(build.dir, "scheduler")
-		cmd := exec.Command("go", "build", "-o", build.bin, "./cmd/scheduler")
-		cmd.Dir = root
-		build.out, build.err = cmd.CombinedOutput()
-	})
-	if build.err != nil {
-		t.Fatalf("schedulertest: go build ./cmd/scheduler: %v\n%s", build.err, build.out)
-	}
-	return build.bin
+	return daemon.Binary(t)
 }
 
 // RemoveBuilds deletes what BuildScheduler built.
-func RemoveBuilds() {
-	if build.dir != "" {
-		os.RemoveAll(build.dir)
-	}
-}
+func RemoveBuilds() { daemon.Remove() }
 
 // Process is a scheduler daemon started by StartProcess.
 type Process struct {
 	ID, HTTPAddr, GRPCAddr, GossipAddr string
 	clientTLS                          *tls.Config
 
-	cmd  *exec.Cmd
-	logs *syncBuffer
-	done chan struct{}
-	err  error
+	proc *testproc.Proc
 }
 
 // ProcessOptions configure StartProcess.
@@ -124,8 +78,6 @@ func StartProcess(t testing.TB, bin string, o ProcessOptions) *Process {
 		HTTPAddr:   fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		GRPCAddr:   fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		GossipAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
-		logs:       &syncBuffer{},
-		done:       make(chan struct{}),
 		clientTLS:  o.ClientTLS,
 	}
 	args := []string{
@@ -136,38 +88,14 @@ func StartProcess(t testing.TB, bin string, o ProcessOptions) *Process {
 		args = append(args, "--join="+strings.Join(o.Join, ","))
 	}
 	args = append(args, o.Args...)
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(append(os.Environ(), DaemonEnv+"=1"), o.Env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("schedulertest: start %s: %v", bin, err)
-	}
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.Kill()
-		if t.Failed() {
-			t.Logf("log of scheduler %s:\n%s", p.ID, p.Logs())
-		}
-	})
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(append(os.Environ(), daemon.Environ(bin)...), o.Env...)
 	c := p.Client()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := c.HTTP.Get(c.Base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("schedulertest: scheduler %s exited (%v):\n%s", o.ID, p.err, p.Logs())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("schedulertest: scheduler %s not serving after 30s:\n%s", o.ID, p.Logs())
-		}
-	}
+	p.proc = testproc.Start(t, cmd, testproc.Options{
+		Name:  "scheduler " + o.ID,
+		Ready: testproc.HTTPReady(c.HTTP, c.Base+"/healthz", http.StatusOK),
+	})
+	return p
 }
 
 // Client returns a JSON client of the process (over TLS with
@@ -182,48 +110,14 @@ func (p *Process) Client() *Client {
 }
 
 // Pid returns the process id.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int { return p.proc.Pid() }
 
 // Kill sends SIGKILL and reaps the process.
-func (p *Process) Kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
+func (p *Process) Kill() { p.proc.Kill() }
 
 // Terminate sends SIGTERM and waits up to timeout for the exit; it returns
 // the exit error (nil for exit 0).
-func (p *Process) Terminate(timeout time.Duration) error {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return p.err
-	case <-time.After(timeout):
-		p.Kill()
-		return fmt.Errorf("no exit within %v of SIGTERM", timeout)
-	}
-}
+func (p *Process) Terminate(timeout time.Duration) error { return p.proc.Terminate(timeout) }
 
 // Logs returns what the process wrote so far.
-func (p *Process) Logs() string { return p.logs.String() }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func (p *Process) Logs() string { return p.proc.Logs() }
