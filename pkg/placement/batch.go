@@ -49,34 +49,33 @@ func (p *Placer) PlaceBatch(in []Task, now time.Time) ([]Assignment, error) {
 	if over := len(in) - freeSlots; over > 0 && p.queued+over > p.cfg.MaxQueued {
 		return nil, fmt.Errorf("%w: %d tasks queued, batch would add at least %d", ErrQueueFull, p.queued, over)
 	}
-	// Reserve the keys (nil entries, which placing or queueing the task
-	// overwrites), holding the jobs active meanwhile; this also finds
-	// duplicates within the batch. Undo on error.
+	// Admit the tasks (indexed, holding their jobs active, neither queued
+	// nor running until placed or queued below); this also finds
+	// duplicates, within the batch too. Undo on error.
+	p.reserve(len(in))
+	p.tasks.grow(len(in))
+	ts := make([]*task, len(in))
 	for i := range in {
 		j := p.job(in[i].Job)
-		if t, dup := j.tasks[in[i].ID]; dup {
-			for _, x := range in[:i] {
-				j := p.jobs[x.Job]
-				delete(j.tasks, x.ID)
-				p.deactivate(j)
+		h := p.tasks.hashOf(j, in[i].ID)
+		if dup := p.tasks.find(h, j, in[i].ID); dup != nil {
+			twice := dup.state == stateFree // admitted above
+			for _, t := range ts[:i] {
+				p.forget(t)
 			}
-			if t == nil {
+			if twice {
 				return nil, fmt.Errorf("%w: job %q task %q listed twice in the batch", ErrDuplicateTask, in[i].Job, in[i].ID)
 			}
 			return nil, fmt.Errorf("%w: job %q task %q", ErrDuplicateTask, in[i].Job, in[i].ID)
 		}
-		if j.tasks == nil {
-			j.tasks = make(map[string]*task, len(in)) // most batches are one job's stage
-		}
-		j.tasks[in[i].ID] = nil
-		p.activate(j)
+		t := p.alloc()
+		t.key = taskKey{in[i].Job, in[i].ID}
+		p.admit(t, j, h)
+		ts[i] = t
 	}
 	p.catchUp(now)
-
-	p.reserve(len(in))
-	ts := make([]*task, len(in))
-	for i := range in {
-		ts[i] = p.newTask(&in[i], now)
+	for i, t := range ts {
+		p.newTask(t, &in[i], now)
 	}
 	b := &p.b
 	b.matchData(ts)
@@ -115,7 +114,6 @@ func (p *Placer) PlaceBatch(in []Task, now time.Time) ([]Assignment, error) {
 		} else {
 			p.enqueue(t)
 		}
-		p.deactivate(t.job) // the reservation's hold
 	}
 	clear(res[len(out):])
 	b.reset()

@@ -41,8 +41,11 @@ func randomTasks(n, nodes, rep int, seed uint64) []placement.Task {
 // oldest running task, submits a new one (Advance places it, or a waiter,
 // on the freed slot) and advances the clock by 1ms. decisions/s counts
 // placements. load=2 keeps as many tasks queued as running, so decisions
-// come from the waiter indexes; the map baseline is the cost of the two
-// map operations any scheduler needs per task (insert, delete).
+// come from the waiter indexes. The main runs collect assignments with
+// AppendAdvance into a reused buffer (the allocation-free path);
+// advance=alloc runs the same cycle with Advance, which returns a fresh
+// slice each time. The map baseline is the cost of the two map operations
+// any scheduler needs per task (insert, delete).
 func BenchmarkDecisions(b *testing.B) {
 	b.Run("baseline=map", func(b *testing.B) {
 		ts := randomTasks(1<<16, 24, 1, 1)
@@ -60,58 +63,69 @@ func BenchmarkDecisions(b *testing.B) {
 	for _, load := range []int{1, 2} {
 		for _, rep := range []int{1, 3} {
 			b.Run(fmt.Sprintf("load=%d/rep=%d", load, rep), func(b *testing.B) {
-				p := newPlacer(b, placement.Config{}, cluster(24, 12, 4)...)
-				ts := randomTasks(1<<16, 24, rep, 2)
-				now := t0
-				inflight := 24 * 12 * load
-				running := make([]int, 0, 1<<16) // FIFO of running task indexes
-				placed := 0
-				track := func(as []placement.Assignment) {
-					for _, a := range as {
-						i, _ := strconv.Atoi(a.Task[1:])
-						running = append(running, i)
-						placed++
-					}
-				}
-				submit := func(i int) {
-					a, ok, err := p.Submit(ts[i], now)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if ok {
-						track([]placement.Assignment{a})
-					}
-				}
-				for i := range inflight {
-					submit(i)
-				}
-				next := inflight
-				placed = 0
-				b.ReportAllocs()
-				start, cpu := time.Now(), cpuTime()
-				for b.Loop() {
-					now = now.Add(time.Millisecond)
-					i := running[0]
-					running = running[1:]
-					if _, err := p.Complete("j", ts[i].ID, placement.Outcome{LocalHit: 1}); err != nil {
-						b.Fatal(err)
-					}
-					submit(next & (len(ts) - 1))
-					next++
-					track(p.Advance(now))
-					if len(running) > 1<<15 {
-						running = append(running[:0:0], running...)
-					}
-				}
-				el, cpuEl := time.Since(start), cpuTime()-cpu
-				b.ReportMetric(float64(placed)/el.Seconds(), "decisions/s")
-				b.ReportMetric(float64(placed)/cpuEl.Seconds(), "decisions/cpu-s")
-				b.ReportMetric(float64(cpuEl)/float64(b.N), "cpu-ns/op")
-				c, _ := p.Counters("")
-				b.ReportMetric(c.DataLocalRatio(), "data-local")
+				benchDecisions(b, load, rep, true)
 			})
 		}
 	}
+	b.Run("load=1/rep=1/advance=alloc", func(b *testing.B) { benchDecisions(b, 1, 1, false) })
+}
+
+func benchDecisions(b *testing.B, load, rep int, appendAdvance bool) {
+	p := newPlacer(b, placement.Config{}, cluster(24, 12, 4)...)
+	ts := randomTasks(1<<16, 24, rep, 2)
+	now := t0
+	inflight := 24 * 12 * load
+	// FIFO of running task indexes: a ring (at most 24 x 12 run at once).
+	var running [1024]int
+	head, tail := 0, 0
+	placed := 0
+	track := func(a *placement.Assignment) {
+		i, _ := strconv.Atoi(a.Task[1:])
+		running[tail&(len(running)-1)] = i
+		tail++
+		placed++
+	}
+	submit := func(i int) {
+		a, ok, err := p.Submit(ts[i], now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ok {
+			track(&a)
+		}
+	}
+	for i := range inflight {
+		submit(i)
+	}
+	next := inflight
+	placed = 0
+	var buf []placement.Assignment
+	b.ReportAllocs()
+	start, cpu := time.Now(), cpuTime()
+	for b.Loop() {
+		now = now.Add(time.Millisecond)
+		i := running[head&(len(running)-1)]
+		head++
+		if _, err := p.Complete("j", ts[i].ID, placement.Outcome{LocalHit: 1}); err != nil {
+			b.Fatal(err)
+		}
+		submit(next & (len(ts) - 1))
+		next++
+		if appendAdvance {
+			buf = p.AppendAdvance(buf[:0], now)
+		} else {
+			buf = p.Advance(now)
+		}
+		for k := range buf {
+			track(&buf[k])
+		}
+	}
+	el, cpuEl := time.Since(start), cpuTime()-cpu
+	b.ReportMetric(float64(placed)/el.Seconds(), "decisions/s")
+	b.ReportMetric(float64(placed)/cpuEl.Seconds(), "decisions/cpu-s")
+	b.ReportMetric(float64(cpuEl)/float64(b.N), "cpu-ns/op")
+	c, _ := p.Counters("")
+	b.ReportMetric(c.DataLocalRatio(), "data-local")
 }
 
 // BenchmarkPlaceBatch places 100k tasks (preference lists of 3) on 1,000

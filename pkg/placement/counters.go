@@ -144,7 +144,7 @@ func (p *Placer) Export() State {
 // later Complete for them returns ErrUnknownTask); Queued becomes 0. Errors:
 // ErrNotEmpty, ErrInvalidState.
 func (p *Placer) Import(s State) error {
-	if p.ntasks != 0 || p.global != (Counters{}) || len(p.jobs) != 0 {
+	if p.tasks.n != 0 || p.global != (Counters{}) || len(p.jobs) != 0 {
 		return ErrNotEmpty
 	}
 	if s.Version != StateVersion {

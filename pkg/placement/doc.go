@@ -111,6 +111,11 @@
 //	next, ok := p.NextDeadline()                 // re-arm the one timer
 //	mu.Unlock()
 //
+// Advance returns a new slice each time; AppendAdvance(buf[:0], now)
+// appends to the caller's buffer instead, and is the one to use in a busy
+// loop: with it, the steady state (tasks completing, being submitted and
+// placed, on a stable membership) allocates nothing.
+//
 // Submit and PlaceBatch first catch up with their time as Advance does;
 // the placements of queued tasks made on the way are held until the next
 // Advance returns them. Until then such a task still behaves as queued:
@@ -124,9 +129,15 @@
 // # Cost
 //
 // Submit, Complete and each assignment of Advance cost O(length of the
-// preference list) plus a few map operations: free slots are indexed
-// globally and per rack, queued tasks per preferred node, per rack and in
-// a deadline heap, so no decision scans the nodes or the queue. PlaceBatch
-// costs O(tasks) plus augmenting phases over a graph of nodes (not tasks).
-// See bench_test.go and placementtest for measured figures.
+// preference list) and hash the task id once: tasks are indexed by (job,
+// id) in one open-addressing table, node ids are resolved through a small
+// cache in front of the node map (the ring hands out the same id strings),
+// free slots are indexed globally and per rack, and queued tasks per
+// preferred node, per rack, and by deadline (a sorted list, since tasks
+// mostly arrive in deadline order, with a heap for those that do not). So
+// no decision scans the nodes or the queue, and Advance with nothing due
+// costs O(1). PlaceBatch costs O(tasks) plus augmenting phases over a graph
+// of nodes (not tasks). See bench_test.go and placementtest for measured
+// figures: on a 2-core machine, about 1.5 to 1.8 million decisions per
+// second (a Complete, a Submit and an Advance each) on a full cluster.
 package placement

@@ -81,3 +81,25 @@ func ExamplePlacer_PlaceBatch() {
 	// b -> n1 DATA_LOCAL
 	// queued: 1
 }
+
+// AppendAdvance is Advance into a buffer the caller reuses: the loop of a
+// busy scheduler then allocates nothing per decision.
+func ExamplePlacer_AppendAdvance() {
+	p, _ := placement.New(placement.Config{})
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p.SetNodes([]placement.Node{{ID: "n1", Rack: "r1", Slots: 1}}, now)
+	p.Submit(placement.Task{Job: "q", ID: "a", Prefer: []string{"n1"}, Wait: time.Second}, now)
+	p.Submit(placement.Task{Job: "q", ID: "b", Prefer: []string{"n1"}, Wait: time.Second}, now)
+
+	var buf []placement.Assignment // kept across iterations
+	for _, done := range []string{"a", "b"} {
+		now = now.Add(time.Millisecond)
+		p.Complete("q", done, placement.Outcome{})
+		buf = p.AppendAdvance(buf[:0], now)
+		for _, a := range buf {
+			fmt.Println(a.Task, "->", a.Node, a.Locality, "after", a.Waited())
+		}
+	}
+	// Output:
+	// b -> n1 DATA_LOCAL after 1ms
+}

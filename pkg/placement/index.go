@@ -4,7 +4,8 @@ import "time"
 
 // This file holds the placer's indexes: an intrusive FIFO list (a task sits
 // in several lists at once and leaves all of them in O(1)), an indexed set
-// of nodes with free slots, and a min-heap of level deadlines.
+// of nodes with free slots, and the queue of level deadlines. The index of
+// tasks by id is in taskindex.go.
 
 // link is one membership of a task in a list.
 type link struct {
@@ -29,11 +30,15 @@ func (q *list) lazyInit() {
 
 func (q *list) pushBack(l *link) {
 	q.lazyInit()
-	at := q.root.prev
+	q.insertAfter(q.root.prev, l)
+}
+
+// insertAfter links l right after at (a member, or the root).
+func (q *list) insertAfter(at, l *link) {
 	l.prev = at
-	l.next = &q.root
+	l.next = at.next
+	at.next.prev = l
 	at.next = l
-	q.root.prev = l
 	q.n++
 }
 
@@ -115,18 +120,78 @@ func (s *nodeSet) pick() *node {
 	return s.nodes[s.cursor]
 }
 
-// deadlineHeap orders queued tasks by the time of their next level step.
-// A task's heapIdx is its position + 1, 0 when it is not in the heap (so a
-// zeroed task record needs no initialisation).
-type deadlineHeap []*task
+// deadlineQueue orders the queued tasks that have a level step ahead by
+// the time of that step, then by submission order (task.nextAt, task.seq).
+// A task's step is mostly its submission time plus a wait that is the same
+// for most tasks (the service's --locality-wait), so tasks mostly arrive in
+// that order. The queue keeps them in a sorted intrusive list (task.dlLink),
+// placing each by a scan back from the tail: O(1) in order, at most
+// maxDeadlineScan steps; a task that would need a longer scan (another
+// wait, a resubmitted task keeping an old first-seen time) goes to a
+// min-heap instead. A queued task leaves in O(1) from the list (the common
+// case: it is placed before its deadline) and O(log n) from the heap. The
+// earliest step is the earlier of the list's head and the heap's top, and
+// both are ordered on the same keys, so tasks leave in exactly (nextAt,
+// seq) order whichever holds them. A task is in at most one of them:
+// dlLink linked, or heapIdx > 0.
+type deadlineQueue struct {
+	list list
+	heap deadlineHeap
+}
 
-func (h deadlineHeap) less(i, j int) bool {
-	a, b := h[i], h[j]
+// maxDeadlineScan bounds the scan that places a task in the sorted list.
+const maxDeadlineScan = 8
+
+// stepsBefore reports whether a's step sorts before b's.
+func stepsBefore(a, b *task) bool {
 	if a.nextAt != b.nextAt {
 		return a.nextAt < b.nextAt
 	}
 	return a.seq < b.seq
 }
+
+func (q *deadlineQueue) len() int { return q.list.n + len(q.heap) }
+
+// push adds t, keyed by t.nextAt and t.seq; t must not be in the queue.
+func (q *deadlineQueue) push(t *task) {
+	q.list.lazyInit()
+	at := q.list.root.prev
+	for range maxDeadlineScan {
+		if at == &q.list.root || !stepsBefore(t, at.t) {
+			q.list.insertAfter(at, &t.dlLink)
+			t.dlLink.t = t
+			return
+		}
+		at = at.prev
+	}
+	q.heap.push(t)
+}
+
+// remove takes t out of the queue, if it is in it.
+func (q *deadlineQueue) remove(t *task) {
+	if t.dlLink.linked() {
+		q.list.remove(&t.dlLink)
+		return
+	}
+	q.heap.remove(t)
+}
+
+// min returns the task with the earliest step; ok is false when the queue
+// is empty.
+func (q *deadlineQueue) min() (t *task, ok bool) {
+	t = q.list.front()
+	if len(q.heap) > 0 && (t == nil || stepsBefore(q.heap[0], t)) {
+		t = q.heap[0]
+	}
+	return t, t != nil
+}
+
+// deadlineHeap is a binary min-heap of tasks on (nextAt, seq). A task's
+// heapIdx is its position + 1, 0 when it is not in the heap (so a zeroed
+// task record needs no initialisation).
+type deadlineHeap []*task
+
+func (h deadlineHeap) less(i, j int) bool { return stepsBefore(h[i], h[j]) }
 
 func (h deadlineHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
@@ -157,13 +222,6 @@ func (h *deadlineHeap) remove(t *task) {
 			h.up(i)
 		}
 	}
-}
-
-func (h deadlineHeap) min() (int64, bool) {
-	if len(h) == 0 {
-		return 0, false
-	}
-	return h[0].nextAt, true
 }
 
 func (h deadlineHeap) up(j int) {

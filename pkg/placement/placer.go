@@ -17,14 +17,18 @@ type Placer struct {
 	nowNS int64     // now.UnixNano(): the ladder's arithmetic is on integers
 
 	nodes    map[string]*node
-	nodeList []*node // every node ever seen, in first-seen order
+	nodeList []*node   // every node ever seen, in first-seen order
+	nodeHint nodeCache // in front of nodes (see lookupNode)
 	racks    map[string]*rack
 	free     nodeSet // alive member nodes with a free slot
 	// aliveSlots is the total slots of alive member nodes (used or not).
 	aliveSlots int
 
-	ntasks int // queued and running tasks (each in its job's tasks map)
+	// tasks indexes the queued and running tasks by (job, id): see
+	// taskIndex. Its size is the number of queued and running tasks.
+	tasks  taskIndex
 	jobs   map[string]*jobState
+	jobSeq uint64 // numbers jobs (jobState.num) in creation order
 	// lastJob caches the last job looked up (a stream of calls is mostly
 	// for one job).
 	lastJob *jobState
@@ -33,13 +37,16 @@ type Placer struct {
 	global Counters
 	exact  bool // the jobs' counters sum to global (no job forgotten, nothing imported)
 
-	heap   deadlineHeap // queued tasks with a level step still ahead
-	anyQ   list         // queued tasks at the "anywhere" level
+	steps  deadlineQueue // queued tasks with a level step still ahead
+	anyQ   list          // queued tasks at the "anywhere" level
 	queued int
 
-	dirty   []*node // nodes that gained free capacity since the last catch-up
+	dirty []*node // nodes that gained free capacity since the last catch-up
+	// outbox holds the assignments made since the last Advance; outTask[i]
+	// is the task of outbox[i], pending until Advance returns it. Both keep
+	// their arrays across calls (AppendAdvance copies out of them).
 	outbox  []Assignment
-	outTask []*task // the tasks of outbox, pending until Advance returns it
+	outTask []*task
 	leveled []*task // tasks that stepped down, to be placed by catchUp
 	seq     uint64
 	pool    []*task
@@ -53,6 +60,8 @@ type taskKey struct{ job, id string }
 type taskState uint8
 
 const (
+	// stateFree: a fresh record, or a PlaceBatch task admitted (indexed)
+	// but not placed or queued yet.
 	stateFree taskState = iota
 	stateQueued
 	stateRunning
@@ -68,9 +77,9 @@ const (
 type task struct {
 	key       taskKey
 	job       *jobState
+	hash      uint64 // taskIndex hash of key (set by admit)
 	prefer    []*node
 	preferBuf [3]*node
-	owner     string
 	ownerRack *rack
 	wait      time.Duration
 	submitted time.Time
@@ -83,13 +92,16 @@ type task struct {
 
 	// While queued.
 	level         uint8
-	rackAt, anyAt int64  // when the task reaches levelRack, levelOther (Unix ns)
-	nextAt        int64  // its next step (heap key)
-	heapIdx       int32  // position in the deadline heap + 1; 0: not in it
-	links         []link // one per preferred node: membership of node.waiters
-	linkBuf       [3]link
-	rackLink      link // membership of ownerRack.waiters (level >= levelRack)
-	anyLink       link // membership of Placer.anyQ (level == levelOther)
+	rackAt, anyAt int64 // when the task reaches levelRack, levelOther (Unix ns)
+	nextAt        int64 // its next step (the deadline queue's key)
+	// Membership of Placer.steps while a level step is ahead: in its
+	// sorted list (dlLink linked) or in its heap (heapIdx > 0).
+	dlLink   link
+	heapIdx  int32
+	links    []link // one per preferred node: membership of node.waiters
+	linkBuf  [3]link
+	rackLink link // membership of ownerRack.waiters (level >= levelRack)
+	anyLink  link // membership of Placer.anyQ (level == levelOther)
 
 	// While running.
 	node    *node
@@ -165,14 +177,13 @@ func (n *node) usable() bool { return n.member && n.state == Alive && n.slots > 
 
 type jobState struct {
 	name               string
-	tasks              map[string]*task // queued and running, by task id
+	num                uint64 // unique, hashed with task ids (taskIndex)
 	c                  Counters
 	active             int // queued + running tasks
 	idlePrev, idleNext *jobState
 	inIdle             bool
 	// Verify's scratch.
 	vRunning, vQueued int
-	vIndexed          bool
 }
 
 type jobList struct{ head, tail *jobState }
@@ -215,6 +226,7 @@ func New(cfg Config) (*Placer, error) {
 		nodes: make(map[string]*node),
 		racks: make(map[string]*rack),
 		jobs:  make(map[string]*jobState),
+		tasks: newTaskIndex(),
 		fs:    firstSeen{ttl: cfg.FirstSeenTTL, max: cfg.FirstSeenMax},
 		exact: true,
 	}, nil
@@ -230,8 +242,21 @@ func (p *Placer) clock(now time.Time) time.Time {
 
 // ---- membership ----
 
+// lookupNode returns the node with id, nil if never seen.
+func (p *Placer) lookupNode(id string) *node {
+	e := &p.nodeHint[p.nodeHint.slot(id)]
+	if e.n != nil && e.id == id {
+		return e.n
+	}
+	n := p.nodes[id]
+	if n != nil {
+		e.id, e.n = id, n
+	}
+	return n
+}
+
 func (p *Placer) internNode(id string) *node {
-	if n := p.nodes[id]; n != nil {
+	if n := p.lookupNode(id); n != nil {
 		return n
 	}
 	n := &node{id: id, freePos: -1, rackPos: -1}
@@ -347,7 +372,7 @@ func (p *Placer) hopeless(n *node) {
 		}
 		old := t.level
 		t.level = t.levelAt(p.nowNS)
-		p.heap.remove(t)
+		p.steps.remove(t)
 		p.enterLevel(t, old)
 		p.leveled = append(p.leveled, t)
 	})
@@ -358,7 +383,7 @@ func (p *Placer) hopeless(n *node) {
 // their other preferred nodes, or end their data-local wait if none is
 // left (as in UpsertNode). Unknown ids are ignored.
 func (p *Placer) RemoveNode(id string, now time.Time) []Lost {
-	n := p.nodes[id]
+	n := p.lookupNode(id)
 	if n == nil || !n.member {
 		return nil
 	}
@@ -441,9 +466,7 @@ func (p *Placer) lose(t *task) Lost {
 		lc.Running--
 		lc.Lost++
 	}
-	p.deactivate(t.job)
-	p.delTask(t)
-	p.release(t)
+	p.forget(t)
 	return l
 }
 
@@ -469,12 +492,22 @@ func (p *Placer) Nodes() []NodeStatus {
 
 // ---- jobs ----
 
-func (p *Placer) job(name string) *jobState {
+// findJob returns the job record of name, nil if none.
+func (p *Placer) findJob(name string) *jobState {
 	if j := p.lastJob; j != nil && j.name == name {
 		return j
 	}
-	if j := p.jobs[name]; j != nil {
+	j := p.jobs[name]
+	if j != nil {
 		p.lastJob = j
+	}
+	return j
+}
+
+// job returns the job record of name, created if needed (which may forget
+// the longest idle job under Config.MaxJobs).
+func (p *Placer) job(name string) *jobState {
+	if j := p.findJob(name); j != nil {
 		return j
 	}
 	for len(p.jobs) >= p.cfg.MaxJobs && p.idle.head != nil {
@@ -486,7 +519,8 @@ func (p *Placer) job(name string) *jobState {
 		}
 		p.exact = false
 	}
-	j := &jobState{name: name}
+	p.jobSeq++
+	j := &jobState{name: name, num: p.jobSeq}
 	p.jobs[name] = j
 	p.idle.push(j)
 	p.lastJob = j
@@ -534,31 +568,27 @@ func (p *Placer) Jobs() []string {
 func (p *Placer) Queued() int { return p.queued }
 
 // Running is the number of placed tasks holding a slot.
-func (p *Placer) Running() int { return p.ntasks - p.queued }
+func (p *Placer) Running() int { return p.tasks.n - p.queued }
 
-// getTask returns a queued or running task, nil if none (or a batch's
-// reservation).
-func (p *Placer) getTask(job, id string) *task {
-	j := p.lastJob
-	if j == nil || j.name != job {
-		if j = p.jobs[job]; j == nil {
-			return nil
-		}
+// admit makes t, a new record with its key set, a task of its job: the job
+// is created if needed (j, when not nil, is that job, found earlier, and h
+// the hash of t in it), held active, and t is indexed.
+func (p *Placer) admit(t *task, j *jobState, h uint64) {
+	if j == nil {
+		j = p.job(t.key.job)
+		h = p.tasks.hashOf(j, t.key.id)
 	}
-	return j.tasks[id]
+	t.job, t.hash = j, h
+	p.activate(j)
+	p.tasks.insert(t)
 }
 
-func (p *Placer) putTask(t *task) {
-	if t.job.tasks == nil {
-		t.job.tasks = make(map[string]*task)
-	}
-	t.job.tasks[t.key.id] = t
-	p.ntasks++
-}
-
-func (p *Placer) delTask(t *task) {
-	delete(t.job.tasks, t.key.id)
-	p.ntasks--
+// forget drops a task that is neither queued nor running any more, and
+// recycles its record.
+func (p *Placer) forget(t *task) {
+	p.deactivate(t.job)
+	p.tasks.remove(t)
+	p.release(t)
 }
 
 // ---- tasks ----
@@ -610,10 +640,9 @@ func checkTask(t *Task) error {
 	return nil
 }
 
-// newTask builds the record of a task submitted at now: its preference
-// list, the owner's rack, its first-seen time and its ladder.
-func (p *Placer) newTask(in *Task, now time.Time) *task {
-	t := p.alloc()
+// newTask fills t, a fresh record, for a task submitted at now: its
+// preference list, the owner's rack, its first-seen time and its ladder.
+func (p *Placer) newTask(t *task, in *Task, now time.Time) {
 	t.key = taskKey{in.Job, in.ID}
 	p.seq++
 	t.seq = p.seq
@@ -629,18 +658,18 @@ func (p *Placer) newTask(in *Task, now time.Time) *task {
 		hasData = hasData || n.usable()
 	}
 	if len(t.prefer) > 0 {
-		t.owner = t.prefer[0].id
 		t.ownerRack = t.prefer[0].rack
 	}
 	t.submitted = now
+	cur := p.nowNS // submitted, in Unix ns
 	if at, ok := p.fs.take(t.key, now); ok && at.Before(now) {
 		t.submitted = at
+		cur = addNS(p.nowNS, int64(at.Sub(now)))
 	}
 	// The ladder: each level that can be satisfied costs one wait. A task
 	// whose preferred nodes are all unusable at submit time skips the
 	// data-local wait; one whose owner's rack is unknown has no rack level.
 	w := int64(max(t.wait, 0))
-	cur := addNS(p.nowNS, int64(t.submitted.Sub(now))) // submitted in Unix ns
 	if hasData {
 		cur = addNS(cur, w)
 	}
@@ -650,7 +679,14 @@ func (p *Placer) newTask(in *Task, now time.Time) *task {
 	}
 	t.anyAt = cur
 	t.level = t.levelAt(p.nowNS)
-	return t
+}
+
+// owner is the id of the task's owner (Prefer[0]), "" if none.
+func (t *task) owner() string {
+	if len(t.prefer) == 0 {
+		return ""
+	}
+	return t.prefer[0].id
 }
 
 // best returns the best node t may take at its level: a preferred node
@@ -683,14 +719,10 @@ func (t *task) classify(n *node) Locality {
 	return OtherLocal
 }
 
-// place runs t (queued or new) on n, which must take it.
+// place runs t (queued, or new and admitted) on n, which must take it.
 func (p *Placer) place(t *task, n *node, now time.Time) Assignment {
 	if t.state == stateQueued {
 		p.dequeue(t)
-	} else {
-		t.job = p.job(t.key.job)
-		p.activate(t.job)
-		p.putTask(t)
 	}
 	t.state = stateRunning
 	t.node = n
@@ -713,7 +745,7 @@ func (p *Placer) place(t *task, n *node, now time.Time) Assignment {
 	}
 	return Assignment{
 		Job: t.key.job, Task: t.key.id, Node: n.id, Rack: rk, Locality: t.loc,
-		Owner: t.owner, Submitted: t.submitted, Placed: now,
+		Owner: t.owner(), Submitted: t.submitted, Placed: now,
 	}
 }
 
@@ -728,11 +760,9 @@ func (p *Placer) unrun(t *task) {
 	p.refresh(n)
 }
 
+// enqueue queues t (admitted, not running).
 func (p *Placer) enqueue(t *task) {
 	t.state = stateQueued
-	t.job = p.job(t.key.job)
-	p.activate(t.job)
-	p.putTask(t)
 	t.job.c.Queued++
 	p.global.Queued++
 	p.queued++
@@ -759,7 +789,7 @@ func (p *Placer) enterLevel(t *task, old uint8) {
 	}
 	if at, ok := t.nextStep(); ok {
 		t.nextAt = at
-		p.heap.push(t)
+		p.steps.push(t)
 	}
 }
 
@@ -774,7 +804,7 @@ func (p *Placer) dequeue(t *task) {
 	if t.anyLink.linked() {
 		p.anyQ.remove(&t.anyLink)
 	}
-	p.heap.remove(t)
+	p.steps.remove(t)
 	t.job.c.Queued--
 	p.global.Queued--
 	p.queued--
@@ -795,15 +825,24 @@ func (p *Placer) Submit(in Task, now time.Time) (a Assignment, placed bool, err 
 	if err := checkTask(&in); err != nil {
 		return a, false, err
 	}
-	if p.getTask(in.Job, in.ID) != nil {
-		return a, false, fmt.Errorf("%w: job %q task %q", ErrDuplicateTask, in.Job, in.ID)
+	// The id is hashed once: the hash found here is the one admit indexes
+	// the task under (a job seen for the first time is created by admit).
+	j := p.findJob(in.Job)
+	var h uint64
+	if j != nil {
+		h = p.tasks.hashOf(j, in.ID)
+		if p.tasks.find(h, j, in.ID) != nil {
+			return a, false, fmt.Errorf("%w: job %q task %q", ErrDuplicateTask, in.Job, in.ID)
+		}
 	}
 	if p.aliveSlots == 0 {
 		return a, false, ErrNoCapacity
 	}
-	p.catchUp(now)
-	t := p.newTask(&in, now)
+	p.catchUp(now) // neither creates nor forgets jobs: j stays valid
+	t := p.alloc()
+	p.newTask(t, &in, now)
 	if n := p.best(t); n != nil {
+		p.admit(t, j, h)
 		return p.place(t, n, now), true, nil
 	}
 	if p.queued >= p.cfg.MaxQueued {
@@ -811,6 +850,7 @@ func (p *Placer) Submit(in Task, now time.Time) (a Assignment, placed bool, err 
 		p.release(t)
 		return a, false, fmt.Errorf("%w: %d tasks queued", ErrQueueFull, p.queued)
 	}
+	p.admit(t, j, h)
 	p.enqueue(t)
 	return a, false, nil
 }
@@ -828,19 +868,43 @@ func (p *Placer) Submit(in Task, now time.Time) (a Assignment, placed bool, err 
 // to the oldest task allowed anywhere; last, each task that just stepped
 // down takes a free slot of its owner's rack, or any free slot at the last
 // level. Afterwards no queued task has a free slot it may use.
+//
+// The returned slice is the caller's (nil when there is no assignment);
+// AppendAdvance does the same without allocating it.
 func (p *Placer) Advance(now time.Time) []Assignment {
 	p.catchUp(p.clock(now))
 	if len(p.outbox) == 0 {
 		return nil
 	}
+	return p.drainOutbox(make([]Assignment, 0, len(p.outbox)))
+}
+
+// AppendAdvance is Advance appending the assignments to dst and returning
+// the extended slice, so that a caller reusing its buffer (dst[:0]) makes
+// no allocation in steady state.
+func (p *Placer) AppendAdvance(dst []Assignment, now time.Time) []Assignment {
+	p.catchUp(p.clock(now))
+	return p.drainOutbox(dst)
+}
+
+// drainOutbox appends the pending assignments to dst: their tasks are no
+// longer pending.
+func (p *Placer) drainOutbox(dst []Assignment) []Assignment {
+	if len(p.outbox) == 0 {
+		return dst
+	}
 	for _, t := range p.outTask {
 		t.pending = false
 	}
-	clear(p.outTask)
+	dst = append(dst, p.outbox...)
+	// outTask, dirty and leveled are truncated without clearing: the stale
+	// pointers left up to their high-water marks point to nodes (never
+	// freed) and task records (mostly recycled through the pool). The
+	// outbox holds the caller's strings: clear it.
 	p.outTask = p.outTask[:0]
-	out := p.outbox
-	p.outbox = nil
-	return out
+	clear(p.outbox)
+	p.outbox = p.outbox[:0]
+	return dst
 }
 
 // deliver places a queued task and keeps the assignment for Advance.
@@ -865,8 +929,6 @@ func (p *Placer) unplace(t *task) {
 		lc.Placed--
 		lc.Running--
 	}
-	p.deactivate(t.job)
-	p.delTask(t)
 	t.state, t.node, t.loc, t.placed = stateFree, nil, 0, time.Time{}
 	t.level = t.levelAt(p.nowNS)
 	p.enqueue(t)
@@ -877,10 +939,11 @@ func (p *Placer) unplace(t *task) {
 // level: the caller should call Advance then. ok is false when no queued
 // task has a step ahead.
 func (p *Placer) NextDeadline() (at time.Time, ok bool) {
-	ns, ok := p.heap.min()
+	t, ok := p.steps.min()
 	if !ok {
 		return time.Time{}, false
 	}
+	ns := t.nextAt
 	// Relative to the latest time seen, so the answer keeps the caller's
 	// location and monotonic clock reading.
 	return p.now.Add(time.Duration(addNS(ns, -p.nowNS))), true
@@ -895,9 +958,12 @@ func (p *Placer) catchUp(now time.Time) {
 	}
 	// 2. Expired waits step down (joining those whose preferred nodes all
 	// became unusable, queued by hopeless).
-	for len(p.heap) > 0 && p.heap[0].nextAt <= p.nowNS {
-		t := p.heap[0]
-		p.heap.remove(t)
+	for {
+		t, ok := p.steps.min()
+		if !ok || t.nextAt > p.nowNS {
+			break
+		}
+		p.steps.remove(t)
 		old := t.level
 		t.level = t.levelAt(p.nowNS)
 		p.enterLevel(t, old)
@@ -915,7 +981,6 @@ func (p *Placer) catchUp(now time.Time) {
 			p.deliver(p.anyQ.front(), n, now)
 		}
 	}
-	clear(p.dirty)
 	p.dirty = p.dirty[:0]
 	// 4. Tasks that stepped down take any slot their new level allows.
 	for _, t := range p.leveled {
@@ -926,16 +991,16 @@ func (p *Placer) catchUp(now time.Time) {
 			p.deliver(t, n, now)
 		}
 	}
-	clear(p.leveled)
 	p.leveled = p.leveled[:0]
 }
 
 func (p *Placer) lookup(job, id string) (*task, error) {
-	if t := p.getTask(job, id); t != nil {
-		return t, nil
-	}
-	if p.jobs[job] == nil {
+	j := p.findJob(job)
+	if j == nil {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownJob, job)
+	}
+	if t := p.tasks.find(p.tasks.hashOf(j, id), j, id); t != nil {
+		return t, nil
 	}
 	return nil, fmt.Errorf("%w: job %q task %q", ErrUnknownTask, job, id)
 }
@@ -968,9 +1033,7 @@ func (p *Placer) Complete(job, id string, o Outcome) (Locality, error) {
 		lc.MissBytes += o.Miss
 		lc.TaskTime += o.Duration
 	}
-	p.deactivate(t.job)
-	p.delTask(t)
-	p.release(t)
+	p.forget(t)
 	return loc, nil
 }
 
@@ -994,9 +1057,7 @@ func (p *Placer) Cancel(job, id string, now time.Time) error {
 		return nil
 	}
 	p.dequeue(t)
-	p.deactivate(t.job)
-	p.delTask(t)
 	p.fs.remember(t.key, t.submitted, now)
-	p.release(t)
+	p.forget(t)
 	return nil
 }

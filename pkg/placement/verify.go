@@ -65,94 +65,116 @@ func (p *Placer) Verify() error {
 			bad("outbox entry %d (task %v) is not a pending placement", i, t.key)
 		}
 	}
-	if at, ok := p.heap.min(); ok && at <= p.nowNS {
+	// The deadline queue: the list sorted, the heap ordered, each holding
+	// queued tasks only (each task's membership is checked below); none due
+	// once caught up.
+	var prev *task
+	for l := p.steps.list.root.next; p.steps.list.n > 0 && l != &p.steps.list.root; l = l.next {
+		if t := l.t; t.state != stateQueued || t.heapIdx != 0 || (prev != nil && stepsBefore(t, prev)) {
+			bad("deadline list: task %v (state %d, heap index %d) out of place", t.key, t.state, t.heapIdx)
+		}
+		prev = l.t
+	}
+	for i, t := range p.steps.heap {
+		if int(t.heapIdx) != i+1 || t.state != stateQueued || t.dlLink.linked() || (i > 0 && p.steps.heap.less(i, (i-1)/2)) {
+			bad("deadline heap: task %v (state %d) at %d, heap index %d, out of place", t.key, t.state, i, t.heapIdx)
+		}
+	}
+	if t, ok := p.steps.min(); ok && t.nextAt <= p.nowNS {
 		caughtUp = false
 	}
 	var running [NumLocalities]int64
 	queued, inHeap, inAny := 0, 0, 0
 	ntasks := 0
 	for _, j := range p.jobs {
-		j.vRunning, j.vQueued, j.vIndexed = 0, 0, true
+		j.vRunning, j.vQueued = 0, 0
 	}
-	for _, j := range p.jobs {
-		for id, t := range j.tasks {
-			k := taskKey{j.name, id}
-			ntasks++
-			if t == nil {
-				bad("task %v: nil entry (a batch reservation left behind)", k)
-				continue
+	for slot, e := range p.tasks.slots {
+		t := e.t
+		if e.hash == 0 {
+			if t != nil {
+				bad("task index slot %d: empty with a task", slot)
 			}
-			if t.key != k {
-				bad("task %v indexed under %v", t.key, k)
-			}
-			if t.job != j {
-				bad("task %v: job record not indexed", k)
-				continue
-			}
-			switch t.state {
-			case stateRunning:
-				running[t.loc-1]++
-				t.job.vRunning++
-				if !t.runLink.linked() || t.node == nil {
-					bad("task %v: running but not on a node", k)
-				}
-			case stateQueued:
-				queued++
-				t.job.vQueued++
-				for i, n := range t.prefer {
-					if !t.links[i].linked() {
-						bad("task %v: not in waiters of %s", k, n.id)
-					}
-					if caughtUp && n.takes() {
-						bad("task %v: queued while preferred node %s has a free slot", k, n.id)
-					}
-				}
-				wantRack := t.level >= levelRack && t.ownerRack != nil
-				if t.rackLink.linked() != wantRack {
-					bad("task %v: level %d, in rack queue %v", k, t.level, t.rackLink.linked())
-				}
-				if t.anyLink.linked() != (t.level == levelOther) {
-					bad("task %v: level %d, in any queue %v", k, t.level, t.anyLink.linked())
-				}
-				if t.anyLink.linked() {
-					inAny++
-				}
-				if _, ok := t.nextStep(); ok != (t.heapIdx > 0) {
-					bad("task %v: level %d, in deadline heap %v", k, t.level, t.heapIdx > 0)
-				} else if ok {
-					inHeap++
-					if p.heap[t.heapIdx-1] != t {
-						bad("task %v: heap index broken", k)
-					}
-				}
-				if caughtUp && wantRack && len(t.ownerRack.free.nodes) > 0 {
-					bad("task %v: waiting at rack level (since %v) while rack %s has a free slot on %s",
-						k, time.Unix(0, t.rackAt).UTC(), t.ownerRack.name, t.ownerRack.free.nodes[0].id)
-				}
-				if caughtUp && t.level == levelOther && len(p.free.nodes) > 0 {
-					bad("task %v: waiting at any level (since %v) while %s has a free slot", k, time.Unix(0, t.anyAt).UTC(), p.free.nodes[0].id)
-				}
-			default:
-				bad("task %v: indexed in state %d", k, t.state)
-			}
+			continue
 		}
+		ntasks++
+		if t == nil {
+			bad("task index slot %d: no task", slot)
+			continue
+		}
+		k := t.key
+		if j := p.jobs[k.job]; t.job == nil || t.job != j {
+			bad("task %v: job record not indexed", k)
+			continue
+		}
+		if e.hash != t.hash || t.hash != p.tasks.hashOf(t.job, k.id) {
+			bad("task %v: indexed at slot %d with hash %#x, its hash %#x", k, slot, e.hash, t.hash)
+		}
+		if p.tasks.find(t.hash, t.job, k.id) != t {
+			bad("task %v: not found by its key", k)
+		}
+		if t.pending {
+			pending++
+		}
+		switch t.state {
+		case stateRunning:
+			running[t.loc-1]++
+			t.job.vRunning++
+			if !t.runLink.linked() || t.node == nil {
+				bad("task %v: running but not on a node", k)
+			}
+		case stateQueued:
+			queued++
+			t.job.vQueued++
+			for i, n := range t.prefer {
+				if !t.links[i].linked() {
+					bad("task %v: not in waiters of %s", k, n.id)
+				}
+				if caughtUp && n.takes() {
+					bad("task %v: queued while preferred node %s has a free slot", k, n.id)
+				}
+			}
+			wantRack := t.level >= levelRack && t.ownerRack != nil
+			if t.rackLink.linked() != wantRack {
+				bad("task %v: level %d, in rack queue %v", k, t.level, t.rackLink.linked())
+			}
+			if t.anyLink.linked() != (t.level == levelOther) {
+				bad("task %v: level %d, in any queue %v", k, t.level, t.anyLink.linked())
+			}
+			if t.anyLink.linked() {
+				inAny++
+			}
+			if _, ok := t.nextStep(); ok != (t.heapIdx > 0 || t.dlLink.linked()) {
+				bad("task %v: level %d, in deadline queue %v", k, t.level, !ok)
+			} else if ok {
+				inHeap++
+			}
+			if caughtUp && wantRack && len(t.ownerRack.free.nodes) > 0 {
+				bad("task %v: waiting at rack level (since %v) while rack %s has a free slot on %s",
+					k, time.Unix(0, t.rackAt).UTC(), t.ownerRack.name, t.ownerRack.free.nodes[0].id)
+			}
+			if caughtUp && t.level == levelOther && len(p.free.nodes) > 0 {
+				bad("task %v: waiting at any level (since %v) while %s has a free slot", k, time.Unix(0, t.anyAt).UTC(), p.free.nodes[0].id)
+			}
+		default:
+			bad("task %v: indexed in state %d", k, t.state)
+		}
+	}
+	if p.tasks.n != ntasks || p.tasks.n*4 > len(p.tasks.slots)*3 {
+		bad("task index: %d entries, counter %d, %d slots", ntasks, p.tasks.n, len(p.tasks.slots))
 	}
 	if pending != len(p.outTask) {
 		bad("%d tasks pending, outbox holds %d", pending, len(p.outTask))
 	}
-	if ntasks != p.ntasks {
-		bad("%d tasks indexed, counter %d", ntasks, p.ntasks)
-	}
 	if queued != p.queued || int64(queued) != p.global.Queued {
 		bad("queued: %d tasks, counter %d, gauge %d", queued, p.queued, p.global.Queued)
 	}
-	if inHeap != len(p.heap) || inAny != p.anyQ.n {
-		bad("heap %d (want %d), any queue %d (want %d)", len(p.heap), inHeap, p.anyQ.n, inAny)
+	if inHeap != p.steps.len() || inAny != p.anyQ.n {
+		bad("deadline queue %d (want %d), any queue %d (want %d)", p.steps.len(), inHeap, p.anyQ.n, inAny)
 	}
 	var sum Counters
 	for name, j := range p.jobs {
 		c := [2]int{j.vRunning, j.vQueued}
-		j.vIndexed = false
 		if j.active != c[0]+c[1] {
 			bad("job %s: active %d, has %d running + %d queued", name, j.active, c[0], c[1])
 		}
