@@ -29,11 +29,9 @@ const (
 	DefaultPageSize   = 16 << 10  // divides the block size; small, so adjacent row groups share little
 	DefaultMemorySize = 64 << 20  // per node: the whole dataset fits
 	DefaultSlots      = 4
-	// DefaultReplication is the nodes' --replication here: 1 (owner-only
-	// preference lists), not the cluster default 2, so that a warm pass
-	// hits on whichever node of its list a task runs (see
-	// Config.Replication).
-	DefaultReplication  = 1
+	// DefaultReplication is the nodes' --replication here: the cluster
+	// default, 2 (node.DefaultReplication).
+	DefaultReplication  = node.DefaultReplication
 	DefaultLocalityWait = 500 * time.Millisecond
 	DefaultStartTimeout = 20 * time.Second
 	// GatewayBucket is the S3 gateway bucket that serves the data
@@ -66,14 +64,11 @@ type Config struct {
 	Slots      int
 	// Replication is the nodes' --replication, the length of every block's
 	// preference list; the scheduler takes it from the nodes. Default
-	// DefaultReplication, 1, where the product's default is 2
-	// (node.DefaultReplication): with 2 a block is cached on each node of
-	// its list that ran one of its tasks, so on this small dataset the
-	// first warm passes still miss on the list's second node (hit ratios
-	// of 0.44-0.84 on the second pass, measured; the origin reads stay
-	// within 2x the dataset), which hides what the demo shows: a warm
-	// pass's hit ratio next to its DATA_LOCAL ratio.
-	// 1..membership.MaxReplication.
+	// DefaultReplication, 2, the product's: a block is cached on each node
+	// of its list that ran one of its tasks, the second node filling from
+	// the owner's cache (package node, "Filling a replica"), so a warm
+	// pass hits wherever in the list its tasks run and the origin serves
+	// each page once. 1..membership.MaxReplication.
 	Replication int
 	// LocalityWait is the scheduler's --locality-wait (default 500ms).
 	LocalityWait time.Duration

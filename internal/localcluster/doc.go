@@ -15,10 +15,10 @@
 // ports can be fixed with Config.HTTPPortBase), so several clusters, and
 // the tests, run side by side on any Linux box. Nodes and scheduler share
 // one block size (Config.BlockSize, 512 KiB by default: small enough that
-// a few-MB dataset spreads over three nodes). The nodes run owner-only
-// preference lists by default (Config.Replication 1, where the product's
-// default is 2; the scheduler takes it from the nodes), so a warm pass
-// hits wherever its tasks run data-local.
+// a few-MB dataset spreads over three nodes). The nodes run the product's
+// replication, 2, by default (Config.Replication; the scheduler takes it
+// from the nodes): a block's preference list is its owner and the next
+// node of the ring.
 //
 // # The workload
 //
@@ -31,10 +31,11 @@
 // summary. Tasks a batch deferred because every slot was taken are
 // resubmitted as running tasks complete. The first pass over a cold
 // cluster misses (a page shared by two adjacent row groups may hit);
-// later passes hit, locally when the task ran on the split's owner, from
-// a peer when it did not. With Config.Replication 2 a split's block is
-// cached on each node of its list that ran it, so a warm pass may still
-// miss where a task runs on a list node for the first time.
+// later passes hit: locally when the task runs on a node of its split's
+// list that read the split before, from a peer otherwise (a list node
+// reading a split for the first time fills its cache from the owner's; a
+// node outside the list reads through the list). Each pass's result lists
+// its tasks (PassResult.Runs): node, owner, locality, bytes by source.
 //
 // # Threading
 //

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/locuscache/locus/pkg/client"
 	"github.com/locuscache/locus/pkg/origin"
 	"github.com/locuscache/locus/pkg/parquetx"
+	"github.com/locuscache/locus/pkg/ring"
 )
 
 func TestWriteDataset(t *testing.T) {
@@ -57,15 +59,22 @@ func TestWriteDataset(t *testing.T) {
 }
 
 // TestClusterPasses: the cluster starts, the scheduler sees its nodes and
-// their replication (1 here by default), a cold pass then a warm pass read
-// every row, and the warm pass hits. DATA_LOCAL tasks read through a peer
-// only the bytes of their splits outside their placement block: the
-// scheduler's preference lists are the nodes'.
+// their replication (2 by default, and 1), a cold pass then two warm
+// passes read every row, and the warm passes hit: wherever in its list a
+// DATA_LOCAL task runs, its node serves the split from its cache or fills
+// it from the owner's. The scheduler's preference lists are the nodes'
+// (checkRuns).
 func TestClusterPasses(t *testing.T) {
+	for _, repl := range []int{0, 1} {
+		t.Run(fmt.Sprintf("replication=%d", repl), func(t *testing.T) { testClusterPasses(t, repl) })
+	}
+}
+
+func testClusterPasses(t *testing.T, repl int) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	t0 := time.Now()
-	c, err := Start(ctx, Config{Dir: dir})
+	c, err := Start(ctx, Config{Dir: dir, Replication: repl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +88,9 @@ func TestClusterPasses(t *testing.T) {
 		}
 		t.Logf("stopped in %v", time.Since(t0).Round(time.Millisecond))
 	}()
+	if repl == 0 {
+		repl = DefaultReplication
+	}
 	ds, err := WriteDataset(filepath.Join(c.DataRoot, "lake", "events"), DatasetSpec{RowGroups: 12, Rows: 30_000})
 	if err != nil {
 		t.Fatal(err)
@@ -95,8 +107,8 @@ func TestClusterPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sc.Close() // before Stop (deferred earlier)
-	if rs, err := sc.Ring(ctx); err != nil || rs.Replication != DefaultReplication {
-		t.Errorf("scheduler ring: replication %d (%v), want the nodes' %d", rs.Replication, err, DefaultReplication)
+	if rs, err := sc.Ring(ctx); err != nil || rs.Replication != repl {
+		t.Errorf("scheduler ring: replication %d (%v), want the nodes' %d", rs.Replication, err, repl)
 	}
 	cl, err := client.New(client.Config{})
 	if err != nil {
@@ -131,25 +143,25 @@ func TestClusterPasses(t *testing.T) {
 		if i > 0 && jc.HitRatioByLocality.DataLocal != 1 {
 			t.Errorf("warm DATA_LOCAL tasks hit %.3f of their bytes, want 1", jc.HitRatioByLocality.DataLocal)
 		}
-		if p, max := jc.ByLocality.DataLocal.PeerHitBytes, offBlockBytes(plan, c.Config().BlockSize); p > max {
-			t.Errorf("%s: DATA_LOCAL tasks read %d bytes through a peer, more than the %d bytes of the splits outside their placement blocks: the scheduler's lists are not the nodes'", job, p, max)
+		if i > 0 && r.OriginBytes != 0 {
+			t.Errorf("%s: %d bytes from the origin in a warm pass", job, r.OriginBytes)
 		}
+		checkRuns(t, c, job, r)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", "lake", "events", "part-00000.parquet")); err != nil {
 		t.Error(err)
 	}
 }
 
-// TestClusterReplicationTwo runs the cluster at the product's default
-// replication (2): the scheduler places with the nodes' lists, so a
-// DATA_LOCAL task reads its placement block from its node's own cache
-// (peer bytes only outside that block), and a block is cached at most on
-// the two nodes of its list, so however the passes spread the tasks over
-// the lists, the origin serves at most twice the dataset. (A warm pass may still miss where a task runs on a list
-// node for the first time; that is the cost of 2.)
-func TestClusterReplicationTwo(t *testing.T) {
+// TestClusterManyPasses runs four passes at the default replication (2),
+// alternating single and batch placement: however the passes spread the
+// tasks over the lists, the origin serves each byte of the dataset once
+// (a list's second node fills from its owner's cache, never the origin),
+// every pass after the first hits, and the scheduler's lists are the
+// nodes'.
+func TestClusterManyPasses(t *testing.T) {
 	ctx := context.Background()
-	c, err := Start(ctx, Config{Dir: t.TempDir(), Replication: 2})
+	c, err := Start(ctx, Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,29 +212,62 @@ func TestClusterReplicationTwo(t *testing.T) {
 		if jc.DataLocalTasks == 0 {
 			t.Errorf("%s: no DATA_LOCAL task: %+v", job, jc)
 		}
-		if p, max := jc.ByLocality.DataLocal.PeerHitBytes, offBlockBytes(plan, c.Config().BlockSize); p > max {
-			t.Errorf("%s: DATA_LOCAL tasks read %d bytes through a peer, more than the %d bytes of the splits outside their placement blocks: the scheduler's lists are not the nodes'", job, p, max)
+		if i > 0 && (jc.HitRatio != 1 || r.OriginBytes != 0) {
+			t.Errorf("%s: hit ratio %.3f, %d origin bytes; want every byte a hit", job, jc.HitRatio, r.OriginBytes)
 		}
+		checkRuns(t, c, job, r)
 	}
-	if origin > 2*plan.Bytes {
-		t.Errorf("the origin served %d bytes over 4 passes, more than twice the dataset's %d: a block was cached off its list", origin, plan.Bytes)
+	if origin > plan.Bytes {
+		t.Errorf("the origin served %d bytes over 4 passes, more than the dataset's %d: a byte was fetched twice", origin, plan.Bytes)
 	}
 }
 
-// offBlockBytes sums, over the plan's splits, the bytes outside the block
-// holding most of the split (its placement key, ring.PlacementKey): the
-// only bytes a task running on a node of its placement block's list may
-// read through a peer.
-func offBlockBytes(plan *Plan, bs int64) int64 {
-	var n int64
-	for _, s := range plan.Splits {
-		var most int64
-		for b := s.Offset / bs; b*bs < s.Offset+s.Length; b++ {
-			most = max(most, min(s.Offset+s.Length, (b+1)*bs)-max(s.Offset, b*bs))
-		}
-		n += s.Length - most
+// checkRuns checks a pass's tasks against the nodes' ring: each split's
+// owner is the first node of its placement block's list, a DATA_LOCAL task
+// ran on a node of that list (the scheduler's lists are the nodes'), and
+// the tasks that ran on their split's owner read through a peer at most
+// the bytes of their splits outside that block (an owner's cache fills
+// from the origin, never from a peer).
+func checkRuns(t *testing.T, c *Cluster, job string, r PassResult) {
+	t.Helper()
+	if len(r.Runs) != r.Tasks {
+		t.Errorf("%s: %d task runs listed, %d tasks", job, len(r.Runs), r.Tasks)
 	}
-	return n
+	v := c.Nodes[0].View()
+	bs := c.Config().BlockSize
+	var ownerPeer, ownerOff int64
+	for _, run := range r.Runs {
+		s := run.Split
+		key, err := ring.PlacementKey(s.URI, s.Offset, s.Length, bs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list := v.Ring.Owners(key, v.Replication())
+		if run.Owner != list[0].ID {
+			t.Errorf("%s: split %s [%d, +%d): the scheduler's owner %s, the nodes' %s", job, s.URI, s.Offset, s.Length, run.Owner, list[0].ID)
+		}
+		if run.Locality == "DATA_LOCAL" && !slices.ContainsFunc(list, func(n ring.Node) bool { return n.ID == run.Node }) {
+			t.Errorf("%s: a DATA_LOCAL task ran on %s, outside its block's list %v", job, run.Node, list)
+		}
+		if run.Node == run.Owner {
+			ownerPeer += run.Peer
+			ownerOff += offBlock(s, bs)
+		}
+	}
+	if ownerPeer > ownerOff {
+		t.Errorf("%s: tasks on their split's owner read %d bytes through a peer, more than the %d bytes of their splits outside their placement blocks",
+			job, ownerPeer, ownerOff)
+	}
+}
+
+// offBlock returns the bytes of a split outside the block holding most of
+// it (its placement block, ring.PlacementKey).
+func offBlock(s parquetx.Split, bs int64) int64 {
+	var most int64
+	for b := s.Offset / bs; b*bs < s.Offset+s.Length; b++ {
+		most = max(most, min(s.Offset+s.Length, (b+1)*bs)-max(s.Offset, b*bs))
+	}
+	return s.Length - most
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -95,12 +95,26 @@ type PassResult struct {
 	// when every task fit in the cluster's free slots at once), else 0.
 	Batches  int
 	Duration time.Duration
+	// Runs lists the tasks that were placed, in the order they finished.
+	Runs []TaskRun
+}
+
+// TaskRun is one placed task of a pass: its split, where the scheduler
+// ran it, and how its read summary says the split's bytes were served.
+type TaskRun struct {
+	Split parquetx.Split
+	// Node ran the task; Owner is the first node of the split's
+	// preference list; Locality is DATA_LOCAL, RACK_LOCAL or OTHER_LOCAL.
+	Node, Owner, Locality string
+	// Bytes of the split by source.
+	Local, Peer, Origin int64
 }
 
 // taskResult is what one task reports.
 type taskResult struct {
 	rows, idSum                int64
 	bytes, local, peer, origin int64
+	run                        *TaskRun // nil when the task was not placed
 	err                        error
 }
 
@@ -152,6 +166,9 @@ func (r *PassResult) add(t taskResult) error {
 	r.LocalBytes += t.local
 	r.PeerBytes += t.peer
 	r.OriginBytes += t.origin
+	if t.run != nil {
+		r.Runs = append(r.Runs, *t.run)
+	}
 	return t.err
 }
 
@@ -257,6 +274,8 @@ func (w *Workload) runTask(ctx context.Context, job string, p client.Placement, 
 	buf := &fixedBuffer{b: make([]byte, 0, s.Length)}
 	sum, err := w.Client.ReadSplit(ctx, p.Address, client.Split{URI: s.URI, Offset: s.Offset, Length: s.Length}, buf)
 	r := taskResult{bytes: sum.Bytes, local: sum.LocalHitBytes, peer: sum.PeerHitBytes, origin: sum.OriginBytes}
+	r.run = &TaskRun{Split: s, Node: p.Node, Owner: p.Owner, Locality: p.Locality,
+		Local: sum.LocalHitBytes, Peer: sum.PeerHitBytes, Origin: sum.OriginBytes}
 	if err != nil {
 		r.err = fmt.Errorf("task %s: reading %s [%d, +%d) through %s (%s): %w", p.Task, s.URI, s.Offset, s.Length, p.Node, p.Address, err)
 	} else if int64(len(buf.b)) != s.Length {
