@@ -74,11 +74,14 @@ nodes keep footers in memory on their first Stat.
 
 Replication: with --replication R > 1 a block's preference list has R
 nodes, and a task placed on any of them is DATA_LOCAL and reads the block
-from that node's own cache (a miss there goes to the origin, not to the
-other replica). --scheduler and --node fill ONE node of each list: the one
-the task ran on, or --node itself when it is in the list (else the list's
-first reachable node). A later task placed on another node of the list
-misses there. --all-replicas fills all R, reading each byte R times.
+from that node's own cache; a miss there fills from the nodes before it in
+the list (owner first), which fetch from the origin on their own miss, so
+the origin serves each byte once. --scheduler and --node fill the node each
+split was read through (the one the task ran on, or --node itself when it
+is in the list, else the list's first reachable node) and the nodes before
+it in the list. A later task placed on a node of the list the warm did not
+fill fills it from them: a peer hit, not an origin read. --all-replicas
+fills all R caches, reading each byte R times (from the origin once).
 
 Exits 1 if some splits could not be warmed (each is named on stderr, up to
 10), if a footer could not be read (the file is skipped with a warning),
@@ -854,8 +857,9 @@ func printWarmSummary(w io.Writer, s warmSummary) {
 		fmt.Fprintf(w, "All %s were already cached.\n", units.HumanBytes(s.Bytes))
 	}
 	if s.Mode == "scheduler" && s.Replication > 1 {
-		fmt.Fprintf(w, "Note: replication is %d, and each split filled only the node it ran on; a task placed later on another node\n"+
-			"of its block's preference list misses there. --all-replicas fills every node of every list.\n", s.Replication)
+		fmt.Fprintf(w, "Note: replication is %d, and each split filled the node it ran on and the nodes before it in its block's\n"+
+			"preference list; a task placed later on another node of the list fills it from them (a peer hit).\n"+
+			"--all-replicas fills every node of every list.\n", s.Replication)
 	}
 }
 
