@@ -50,6 +50,24 @@ func waitView(t *testing.T, m *membership.Membership, what string, cond func(*me
 	return v
 }
 
+// waitEpoch waits until the node behind cl reports the ring epoch want.
+func waitEpoch(t *testing.T, cl cachev1.CacheServiceClient, id string, want uint64) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		r, err := cl.Ping(ctx, &cachev1.PingRequest{})
+		cancel()
+		if err == nil && r.GetRingEpoch() == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never reported ring epoch %016x (last: %v, %v)", id, want, r.GetRingEpoch(), err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func cacheMembers(v *membership.View) int {
 	n := 0
 	for _, m := range v.Members {
@@ -103,6 +121,11 @@ func testOwnerKilled(t *testing.T, repl int) {
 	v := waitView(t, obs, "3 cache members", func(v *membership.View) bool { return cacheMembers(v) == 3 })
 	if got := v.Replication(); got != repl {
 		t.Fatalf("the nodes announce replication %d, want %d", got, repl)
+	}
+	// Every node must see the ring the observer sees (the reader's
+	// view decides whether it is in the list) before the reads.
+	for _, p := range procs {
+		waitEpoch(t, nodetest.Dial(t, p.GRPCAddr, nil), p.ID, v.Epoch)
 	}
 	list := v.Ring.Owners(ring.BlockKey(uri, 0), repl)
 	owner := procs[list[0].ID]
