@@ -143,7 +143,7 @@
 //	locus_reads_total{kind,code}                reads by gRPC code
 //	locus_origin_requests_total{op,status}      origin calls (stat, read, list) by outcome
 //	locus_origin_http_attempts_total{method,code} S3 HTTP attempts (ObserveOriginAttempt)
-//	locus_peer_reads_total{result}              forwarded reads by outcome
+//	locus_peer_reads_total{result}              peer reads made (forwarded reads, a replica's fills) by outcome
 //	locus_cache_estimated_hit_ratio{size_factor} SHARDS estimate at other sizes (Config.CacheSizer)
 //
 // and gauges for the node's state (locus_node_ready, locus_node_draining,

@@ -77,7 +77,7 @@ func newMetrics() *metrics {
 		}, []string{"method", "code"}),
 		peerReads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "locus_peer_reads_total",
-			Help: "Reads this node forwarded to block owners, by result: ok, or the reason it continued elsewhere.",
+			Help: "Peer reads this node made (reads forwarded to a block's list, and a replica's cache fills from the nodes before it), by result: ok, or the reason it continued elsewhere.",
 		}, []string{"result"}),
 	}
 	for _, s := range []readpath.Source{readpath.Local, readpath.Peer, readpath.Origin} {

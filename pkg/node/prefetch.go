@@ -19,9 +19,9 @@ import (
 	cachev1 "github.com/locuscache/locus/proto/cache/v1"
 )
 
-// ErrOwnerUnavailable: a Prefetch could not reach any owner of a block
-// (prefetching caches pages only on their owners, so there is nothing else
-// to do). The gRPC code is UNAVAILABLE.
+// ErrOwnerUnavailable: a Prefetch could not reach any node of a block's
+// preference list (prefetching caches pages only on the nodes of their
+// lists, so there is nothing else to do). The gRPC code is UNAVAILABLE.
 var ErrOwnerUnavailable = errors.New("node: no owner of the block is reachable")
 
 // StatParquet is Stat plus, when the object is a Parquet file, its parsed
