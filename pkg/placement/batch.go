@@ -85,7 +85,8 @@ func (p *Placer) PlaceBatch(in []Task, now time.Time) ([]Assignment, error) {
 	// DATA_LOCAL: the matching.
 	for i, t := range ts {
 		if v := b.match[i]; v >= 0 {
-			res[i] = p.place(t, b.nodes[v], now)
+			p.place(t, b.nodes[v], now)
+			t.assignment(&res[i])
 			done[i] = true
 		}
 	}
@@ -93,7 +94,8 @@ func (p *Placer) PlaceBatch(in []Task, now time.Time) ([]Assignment, error) {
 	for i, t := range ts {
 		if !done[i] && t.level >= levelRack && t.ownerRack != nil {
 			if n := t.ownerRack.free.pick(); n != nil {
-				res[i] = p.place(t, n, now)
+				p.place(t, n, now)
+				t.assignment(&res[i])
 				done[i] = true
 			}
 		}
@@ -102,7 +104,8 @@ func (p *Placer) PlaceBatch(in []Task, now time.Time) ([]Assignment, error) {
 	for i, t := range ts {
 		if !done[i] && t.level == levelOther {
 			if n := p.free.pick(); n != nil {
-				res[i] = p.place(t, n, now)
+				p.place(t, n, now)
+				t.assignment(&res[i])
 				done[i] = true
 			}
 		}

@@ -43,8 +43,8 @@ func randomTasks(n, nodes, rep int, seed uint64) []placement.Task {
 // placements. load=2 keeps as many tasks queued as running, so decisions
 // come from the waiter indexes. The main runs collect assignments with
 // AppendAdvance into a reused buffer (the allocation-free path);
-// advance=alloc runs the same cycle with Advance, which returns a fresh
-// slice each time. The map baseline is the cost of the two map operations
+// Advance/... runs the same cycle with Advance, which returns a fresh slice
+// each time. The map baseline is the cost of the two map operations
 // any scheduler needs per task (insert, delete).
 func BenchmarkDecisions(b *testing.B) {
 	b.Run("baseline=map", func(b *testing.B) {
@@ -67,7 +67,7 @@ func BenchmarkDecisions(b *testing.B) {
 			})
 		}
 	}
-	b.Run("load=1/rep=1/advance=alloc", func(b *testing.B) { benchDecisions(b, 1, 1, false) })
+	b.Run("Advance/load=1/rep=1", func(b *testing.B) { benchDecisions(b, 1, 1, false) })
 }
 
 func benchDecisions(b *testing.B, load, rep int, appendAdvance bool) {

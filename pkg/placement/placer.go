@@ -720,7 +720,7 @@ func (t *task) classify(n *node) Locality {
 }
 
 // place runs t (queued, or new and admitted) on n, which must take it.
-func (p *Placer) place(t *task, n *node, now time.Time) Assignment {
+func (p *Placer) place(t *task, n *node, now time.Time) {
 	if t.state == stateQueued {
 		p.dequeue(t)
 	}
@@ -739,13 +739,19 @@ func (p *Placer) place(t *task, n *node, now time.Time) Assignment {
 		lc.Placed++
 		lc.Running++
 	}
+}
+
+// assignment writes the placement of t, a running task, to a (in place:
+// the outbox's assignments are written where they stay).
+func (t *task) assignment(a *Assignment) {
+	n := t.node
 	rk := ""
 	if n.rack != nil {
 		rk = n.rack.name
 	}
-	return Assignment{
+	*a = Assignment{
 		Job: t.key.job, Task: t.key.id, Node: n.id, Rack: rk, Locality: t.loc,
-		Owner: t.owner(), Submitted: t.submitted, Placed: now,
+		Owner: t.owner(), Submitted: t.submitted, Placed: t.placed,
 	}
 }
 
@@ -843,7 +849,9 @@ func (p *Placer) Submit(in Task, now time.Time) (a Assignment, placed bool, err 
 	p.newTask(t, &in, now)
 	if n := p.best(t); n != nil {
 		p.admit(t, j, h)
-		return p.place(t, n, now), true, nil
+		p.place(t, n, now)
+		t.assignment(&a)
+		return a, true, nil
 	}
 	if p.queued >= p.cfg.MaxQueued {
 		p.fs.remember(t.key, t.submitted, now)
@@ -909,7 +917,9 @@ func (p *Placer) drainOutbox(dst []Assignment) []Assignment {
 
 // deliver places a queued task and keeps the assignment for Advance.
 func (p *Placer) deliver(t *task, n *node, now time.Time) {
-	p.outbox = append(p.outbox, p.place(t, n, now))
+	p.place(t, n, now)
+	p.outbox = append(p.outbox, Assignment{})
+	t.assignment(&p.outbox[len(p.outbox)-1])
 	p.outTask = append(p.outTask, t)
 	t.pending = true
 }

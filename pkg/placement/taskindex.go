@@ -24,6 +24,9 @@ import (
 //     need no update in their records;
 //   - insert and remove are the only writers (admit and forget in
 //     placer.go call them); Verify checks slot, hash and key of every entry.
+//
+// The hash seed is random, as Go's maps' are, against ids crafted to
+// collide: no decision depends on the table's layout.
 type taskIndex struct {
 	seed  maphash.Seed
 	slots []taskSlot
