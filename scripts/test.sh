@@ -25,6 +25,11 @@ if [ -n "$race" ]; then
   echo "== go test -race (concurrent packages)"
   go test -race -count=1 -timeout 15m $race || status=1
 fi
+# The race detector slows code ~10x, so the concurrent packages' speed,
+# memory and size checks skip under it; run those again without it.
+echo "== go test (speed and memory checks of race-tested packages)"
+go test -count=1 -timeout 10m -run 'TestZeroCopySumRatio|TestReindexMillionPages|TestIndexMemoryPerPage' ./pkg/cache || status=1
+go test -count=1 -timeout 10m -run 'TestHugeRangeBoundedMemory' ./pkg/node || status=1
 if [ -n "$plain" ]; then
   echo "== go test (pure packages and tools)"
   go test -count=1 -timeout 15m $plain || status=1

@@ -136,6 +136,12 @@ type Config struct {
 	// CacheSizer enables the cache's hit-ratio-at-other-sizes estimate
 	// (SHARDS, package mrc), exported as locus_cache_estimated_hit_ratio.
 	CacheSizer bool
+	// CacheVerifyAlways checks a disk page's checksum on every read instead
+	// of the cache's default, the first read after a restart re-indexed it
+	// (pages this process wrote are trusted: see cache.VerifyMode). For
+	// disks that are not trusted to return what was written; it costs about
+	// half the read speed of disk-tier hits.
+	CacheVerifyAlways bool
 
 	// Replication is the length of each block's preference list (default
 	// 2, DefaultReplication): a node in the list serves the block from its

@@ -115,6 +115,9 @@ func New(cfg Config) (_ *Node, err error) {
 		Policy:        cfg.CachePolicy,
 		Logger:        n.log.With("component", "cache"),
 	}
+	if cfg.CacheVerifyAlways {
+		ccfg.Verify = cache.VerifyAlways
+	}
 	if cfg.CacheDir == "" && cfg.CacheSize != 0 {
 		n.log.Warn("no cache directory: the cache lives in RAM and --cache-size is ignored (--memory-size sets its size)",
 			"memory_size", cfg.MemorySize)
@@ -131,7 +134,7 @@ func New(cfg Config) (_ *Node, err error) {
 	cleanup = append(cleanup, func() { n.cache.Close() })
 	cs := n.cache.Stats()
 	n.log.Info("cache open", "mode", cs.Mode, "dir", cfg.CacheDir, "capacity_bytes", cs.CapacityBytes,
-		"reindexed_pages", cs.ReindexedPages, "took", time.Since(t0).Round(time.Millisecond))
+		"verify_always", cfg.CacheVerifyAlways, "reindexed_pages", cs.ReindexedPages, "took", time.Since(t0).Round(time.Millisecond))
 
 	if n.grpcLis, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
 		return nil, fmt.Errorf("node: gRPC listener: %w", err)

@@ -66,6 +66,7 @@ type options struct {
 	blockSize, pageSize                int64
 	slots, replication                 int
 	cachePolicy                        string
+	cacheVerify                        string
 	s3Endpoint, s3Region               string
 	s3PathStyle                        bool
 	fileRoot                           string
@@ -101,6 +102,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.slots, "slots", node.DefaultSlots, "executor slots announced to the scheduler")
 	fs.IntVar(&o.replication, "replication", node.DefaultReplication, "cluster replication: the nodes of a block's preference list, which cache it and where its tasks count as DATA_LOCAL; must be the same on every node (a node that differs is refused) and the scheduler takes it from the nodes")
 	fs.StringVar(&o.cachePolicy, "cache-policy", "", "cache eviction policy: locus or lru (default locus)")
+	fs.StringVar(&o.cacheVerify, "cache-verify", "first-read", "when disk pages' checksums are checked: first-read (the first read after a restart re-indexed the page; pages this process wrote are trusted) or always (every read; about half the speed of disk hits, for disks not trusted to return what was written)")
 	fs.BoolVar(&o.sizer, "cache-sizing", true, "estimate the hit ratio at other cache sizes (locus_cache_estimated_hit_ratio)")
 	fs.StringVar(&o.s3Endpoint, "origin-s3-endpoint", "", "S3 endpoint URL for S3-compatible stores, e.g. http://127.0.0.1:7070 (default: AWS)")
 	fs.StringVar(&o.s3Region, "origin-s3-region", "", "S3 region (default: from the AWS configuration, else us-east-1)")
@@ -162,6 +164,14 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 	default:
 		return fmt.Errorf("--gossip-tuning %q: want lan or loopback", o.gossipTuning)
 	}
+	var verifyAlways bool
+	switch o.cacheVerify {
+	case "first-read", "":
+	case "always":
+		verifyAlways = true
+	default:
+		return fmt.Errorf("--cache-verify %q: want first-read or always", o.cacheVerify)
+	}
 	if o.pageSize > 1<<30 {
 		return fmt.Errorf("--page-size %s is too large", units.FormatBytes(o.pageSize))
 	}
@@ -178,8 +188,9 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 		Slots:    o.slots,
 		CacheDir: o.cacheDir, CacheSize: o.cacheSize, MemorySize: o.memorySize,
 		PageSize: int(o.pageSize), BlockSize: o.blockSize, CachePolicy: o.cachePolicy, CacheSizer: o.sizer,
-		Replication: o.replication,
-		Origin:      store, StatTTL: o.statTTL,
+		CacheVerifyAlways: verifyAlways,
+		Replication:       o.replication,
+		Origin:            store, StatTTL: o.statTTL,
 		TLSCertFile: o.tlsCert, TLSKeyFile: o.tlsKey, TLSCAFile: o.tlsCA,
 		DrainTimeout: o.drainTimeout, PeerIdleTimeout: o.peerIdleTimeout,
 		Logger: log,

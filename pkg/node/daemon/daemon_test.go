@@ -54,6 +54,7 @@ func TestBadConfigExits(t *testing.T) {
 		{"missing cert file", []string{"--tls-cert=/nope.pem", "--tls-key=/nope-key.pem", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "nope.pem"},
 		{"page size not dividing block", []string{"--page-size=3MiB", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "does not divide"},
 		{"bad gossip tuning", []string{"--gossip-tuning=wan"}, nil, 1, "gossip-tuning"},
+		{"bad cache verify", []string{"--cache-verify=sometimes"}, nil, 1, "cache-verify"},
 		{"missing file root", []string{"--origin-file-root=/no/such/dir"}, nil, 1, "origin-file-root"},
 		{"missing key file", []string{"--gossip-key-file=/no/key", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "key"},
 		{"bad gateway bucket", []string{"--gateway-bucket=lake"}, nil, 1, "gateway-bucket"},
