@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -245,6 +246,24 @@ func TestHAForwardAndConfig(t *testing.T) {
 		if r := s.Replication(); r != 2 {
 			t.Errorf("placing with replication %d after etcd said 3, want the nodes' 2", r)
 		}
+	}
+	// A block size in etcd overrides the flags (0 here: the nodes'); one
+	// that differs from the nodes' stops placement with a reason rather
+	// than computing wrong placement keys.
+	if _, err := cli.Put(ctx, "/"+t.Name()+"/config", `{"replication":3,"locality_wait":"0s","block_size":67108864}`); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for _, s := range ss {
+		for s.Settings().BlockSize != 64<<20 {
+			if time.Now().After(deadline) {
+				t.Fatalf("settings %+v, want etcd's block size 64 MiB", s.Settings())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if _, err := fc.Place(ctx, schedapi.PlaceRequest{Job: "f", Task: "t2", Split: split("u")}); err == nil || !strings.Contains(err.Error(), "block size") {
+		t.Errorf("place with etcd's 64 MiB block size against the nodes' 128 MiB: err %v, want one naming the block size", err)
 	}
 	// An invalid config is ignored.
 	if _, err := cli.Put(ctx, "/"+t.Name()+"/config", `{"replication":99}`); err != nil {
