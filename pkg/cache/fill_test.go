@@ -3,9 +3,11 @@ package cache_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,6 +117,35 @@ func TestOneRequestPerRun(t *testing.T) {
 		}
 	}
 	checkInv(t, c)
+}
+
+// One read keeps at most FetchParallelism origin requests in flight, and
+// uses that many when the range has enough missing runs.
+func TestFetchParallelismBound(t *testing.T) {
+	for _, par := range []int{1, 3} {
+		t.Run(fmt.Sprintf("parallelism=%d", par), func(t *testing.T) {
+			org := cachetest.NewOrigin()
+			obj := org.PutGenerated("s3://b/par", "v", 24*testPage)
+			var inFlight, peak atomic.Int32
+			slow := cache.OriginFunc(func(ctx context.Context, o cache.Object, p []byte, off int64) (int, error) {
+				n := inFlight.Add(1)
+				defer inFlight.Add(-1)
+				for m := peak.Load(); n > m && !peak.CompareAndSwap(m, n); m = peak.Load() {
+				}
+				time.Sleep(5 * time.Millisecond)
+				return org.ReadAt(ctx, o, p, off)
+			})
+			c := newRAM(t, slow, 64, func(cfg *cache.Config) {
+				cfg.MaxFetchBytes = 2 * testPage
+				cfg.FetchParallelism = par
+			})
+			got, _ := mustGet(t, c, obj, 0, obj.Size)
+			checkBytes(t, obj, 0, got)
+			if p := int(peak.Load()); p != par {
+				t.Fatalf("peak origin requests in flight %d, want %d (12 runs of 2 pages)", p, par)
+			}
+		})
+	}
 }
 
 // A huge range is streamed window by window.
