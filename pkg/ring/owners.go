@@ -1,5 +1,7 @@
 package ring
 
+import "slices"
+
 // seenSet records node (or rack) indices seen during a walk. The first 16 fit
 // in an array on the caller's stack, so short walks do not allocate; beyond
 // that it switches to a bitset.
@@ -56,14 +58,15 @@ func (c *cursor) dist(r *Ring) uint32 {
 	return c.p - r.pos(c.i)
 }
 
-func (c *cursor) advance(n int) {
+// advance moves to the next entry, wrapping between entries 1 and last.
+func (c *cursor) advance(last int) {
 	c.left--
 	if c.cw {
-		if c.i++; c.i == n {
-			c.i = 0
+		if c.i++; c.i > last {
+			c.i = 1
 		}
-	} else if c.i--; c.i < 0 {
-		c.i = n - 1
+	} else if c.i--; c.i < 1 {
+		c.i = last
 	}
 }
 
@@ -86,21 +89,29 @@ type walker struct {
 func (r *Ring) walk(key string) walker {
 	h := r.hash(key)
 	p1, p2 := uint32(h>>32), uint32(h)
-	s1, s2 := r.successor(p1), r.successor(p2)
-	n := len(r.points)
-	before := func(s int) int {
-		if s == 0 {
-			return n - 1
+	n := r.last
+	// Entry pred(p) is at or before p and the next one after it; 0 and
+	// last+1 are the copies of the last and first entries.
+	before := func(p uint32) int {
+		if i := r.pred(p); i > 0 {
+			return i
 		}
-		return s - 1
+		return n
 	}
+	after := func(i int) int {
+		if i == n {
+			return 1
+		}
+		return i + 1
+	}
+	b1, b2 := before(p1), before(p2)
 	return walker{
 		r: r,
 		cur: [4]cursor{
-			{i: s1, p: p1, cw: true, left: n},
-			{i: before(s1), p: p1, left: n},
-			{i: s2, p: p2, cw: true, left: n},
-			{i: before(s2), p: p2, left: n},
+			{i: after(b1), p: p1, cw: true, left: n},
+			{i: b1, p: p1, left: n},
+			{i: after(b2), p: p2, cw: true, left: n},
+			{i: b2, p: p2, left: n},
 		},
 		nodes: seenSet{size: len(r.nodes)},
 	}
@@ -142,21 +153,19 @@ func (w *walker) fill() bool {
 		return false
 	}
 	w.ln, w.lpos, w.extra = 0, 0, nil
-	n := len(r.points)
 	for k := range w.cur {
 		c := &w.cur[k]
 		for c.left > 0 && uint64(c.dist(r)) == d {
-			o := int32(r.ownerAt(c.i))
-			switch {
-			case w.extra != nil:
-				w.extra = append(w.extra, o)
-			case w.ln < len(w.layer):
-				w.layer[w.ln] = o
-			default:
-				w.extra = append(append(make([]int32, 0, 2*len(w.layer)), w.layer[:]...), o)
+			w.push(r.ownerAt(c.i))
+			if r.points[c.i]&dupFlag != 0 {
+				// The other points at this position.
+				q := r.points[c.i] >> 32 << 32
+				j, _ := slices.BinarySearch(r.dups, q)
+				for ; j < len(r.dups) && r.dups[j]>>32<<32 == q; j++ {
+					w.push(int(r.dups[j] & nodeMask))
+				}
 			}
-			w.ln++
-			c.advance(n)
+			c.advance(r.last)
 		}
 	}
 	l := w.extra
@@ -169,6 +178,19 @@ func (w *walker) fill() bool {
 		}
 	}
 	return true
+}
+
+// push adds node o to the layer being filled.
+func (w *walker) push(o int) {
+	switch {
+	case w.extra != nil:
+		w.extra = append(w.extra, int32(o))
+	case w.ln < len(w.layer):
+		w.layer[w.ln] = int32(o)
+	default:
+		w.extra = append(append(make([]int32, 0, 2*len(w.layer)), w.layer[:]...), int32(o))
+	}
+	w.ln++
 }
 
 // Owners returns the preference list of key: n distinct nodes in ring order,

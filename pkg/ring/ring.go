@@ -40,8 +40,8 @@ type Config struct {
 	// The share of keys a node owns varies around its fair share with a
 	// coefficient of variation of about 0.41/sqrt(VNodes) (see the package
 	// documentation), and so does the fraction of keys that moves when a
-	// node joins; memory and build time grow linearly with it (8 bytes per
-	// point, plus a prefix index of at most 256 KiB).
+	// node joins; memory and build time grow linearly with it (about 10.5
+	// bytes per point: 8 for the point, 2 to 4 for the prefix index).
 	VNodes int
 
 	// Hash maps a key, and a virtual node's name "ID#j", to 64 bits. A
@@ -89,16 +89,24 @@ type Ring struct {
 	vnodes    int                 // Config.VNodes after defaults
 	custom    func([]byte) uint64 // Config.Hash, nil for the default xxhash
 
-	// The circle. points holds every virtual node as position<<32 | node
-	// index, sorted: by position, then by node index, which follows the ID
-	// order, so ties between points at one position break the same way in
-	// every process. table is the prefix index: table[b] is the index of
-	// the first point whose position's high bits (position >> shift) are
-	// >= b, so a search starts in a bucket of a few points. len(table) is
-	// 2^(32-shift)+1, sized to about 1/3 of a table entry per point.
-	points []uint64
-	table  []uint32
-	shift  uint
+	// The circle (lookup.go describes the layout). points holds one entry
+	// per distinct position, position<<32 | dupFlag | node index, sorted,
+	// between a copy of the last entry (points[0]) and a copy of the first
+	// (points[last+1]), then padding; the entry's node is the lowest node
+	// index at its position, which follows the ID order, so ties break the
+	// same way in every process. dups holds the other points at shared
+	// positions, position<<32 | node index, sorted. table is the prefix
+	// index: table[b] is the index in points of the first entry whose
+	// position's top bits (position >> shift) are >= b, so a search starts
+	// in a bucket of one or two entries. npoints counts every point.
+	points  []uint64
+	dups    []uint64
+	last    int
+	npoints int
+	table   []uint32
+	shift   uint
+	mask    uint32
+	interp  bool
 }
 
 // New builds a ring over nodes. The ring depends only on the member set and
@@ -238,7 +246,7 @@ func (r *Ring) Points() int {
 	if r == nil {
 		return 0
 	}
-	return len(r.points)
+	return r.npoints
 }
 
 // SizeBytes estimates the ring's memory: the points, the prefix index and
@@ -249,5 +257,5 @@ func (r *Ring) SizeBytes() int {
 		return 0
 	}
 	const perNode = int(unsafe.Sizeof(Node{})) + 2 + 48 // node, rack index, map entry (approx.)
-	return 8*len(r.points) + 4*len(r.table) + perNode*len(r.nodes)
+	return 8*len(r.points) + 8*len(r.dups) + 4*len(r.table) + perNode*len(r.nodes)
 }

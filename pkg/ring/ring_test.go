@@ -232,7 +232,7 @@ func TestOrderIndependent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(a.points, b.points) || !slices.Equal(a.table, b.table) || !slices.Equal(a.nodes, b.nodes) {
+		if !slices.Equal(a.points, b.points) || !slices.Equal(a.dups, b.dups) || !slices.Equal(a.table, b.table) || !slices.Equal(a.nodes, b.nodes) {
 			t.Fatal("rings built from the same members in another order differ")
 		}
 		for k := range 1000 {

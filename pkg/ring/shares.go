@@ -16,28 +16,23 @@ func (r *Ring) Shares() []float64 {
 	if r.empty() {
 		return nil
 	}
-	// Group the points by position; a group acts as its first point, the
-	// one with the lowest node index. gap[g] is the distance from group g
-	// to the next group clockwise, in positions.
-	var owner []int32
-	var gap []uint64
-	first := -1
-	for i := range r.points {
-		if i > 0 && r.pos(i) == r.pos(i-1) {
-			continue
+	// The entries are the distinct positions; each acts as its first point,
+	// the one with the lowest node index. gap[g] is the distance from entry
+	// g+1 to the next entry clockwise, in positions.
+	n := r.last
+	owner := make([]int32, n)
+	gap := make([]uint64, n)
+	for g := range n {
+		owner[g] = int32(r.ownerAt(g + 1))
+		next := g + 2
+		if next > n {
+			next = 1 // round the top of the circle
 		}
-		if first < 0 {
-			first = i
-		} else {
-			gap = append(gap, uint64(r.pos(i)-r.pos(i-1))) // the previous group's gap; wraps mod 2^32
-		}
-		owner = append(owner, int32(r.ownerAt(i)))
+		gap[g] = uint64(r.pos(next) - r.pos(g+1)) // wraps mod 2^32
 	}
-	last := uint64(r.pos(first) - r.pos(len(r.points)-1)) // back round to the first group
-	if len(owner) == 1 {
-		last = 1 << 32
+	if n == 1 {
+		gap[0] = 1 << 32
 	}
-	gap = append(gap, last)
 
 	// Visit the gaps in increasing length (packed as gap<<26 | group, which
 	// fits: gap <= 2^32, groups < 2^26) keeping running sums of the
