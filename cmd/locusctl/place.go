@@ -76,8 +76,9 @@ source against the locality it was placed with, in the job's counters
 ('locusctl jobs JOB') and the scheduler's locus_task_bytes_total. Prints
 that locality.
 
-Exits 1 if the scheduler cannot be reached or does not hold the task (404:
-never placed, completed already, or lost with its node), 2 for bad flags.
+Exits 1 if the scheduler cannot be reached or does not hold the task (a
+400 with code "not_found": never placed, completed already, or lost with
+its node), 2 for bad flags.
 
 Flags:
   --scheduler URL   the scheduler's HTTP API (http://host:port). Required.

@@ -273,7 +273,7 @@ func integration(t *testing.T, cl cluster) {
 			// A probe placed on the victim just before the scheduler
 			// declared it dead is lost, so its completion is unknown.
 			var se *schedulertest.StatusError
-			if !(pl.Node == vid && errors.As(err, &se) && se.Code == http.StatusNotFound) {
+			if !(pl.Node == vid && errors.As(err, &se) && se.Code == http.StatusBadRequest && se.Body.Code == schedapi.CodeNotFound) {
 				t.Fatal(err)
 			}
 		}
@@ -312,8 +312,8 @@ func integration(t *testing.T, cl cluster) {
 	for _, task := range running {
 		_, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "kill", Task: task, Bytes: 1})
 		var se *schedulertest.StatusError
-		if !errors.As(err, &se) || se.Code != 404 {
-			t.Errorf("complete of lost %s: %v, want 404", task, err)
+		if !errors.As(err, &se) || se.Code != http.StatusBadRequest || se.Body.Code != schedapi.CodeNotFound {
+			t.Errorf("complete of lost %s: %v, want 400 with code not_found", task, err)
 		}
 	}
 }

@@ -60,7 +60,8 @@ func TestSentinelsShared(t *testing.T) {
 	}{
 		{"ErrBadRequest", client.ErrBadRequest, schedapi.ErrBadRequest, scheduler.ErrBadRequest, client.SchedulerError{Status: 400}},
 		{"ErrUnauthorized", client.ErrUnauthorized, schedapi.ErrUnauthorized, scheduler.ErrUnauthorized, client.SchedulerError{Status: 401}},
-		{"ErrNotFound", client.ErrNotFound, schedapi.ErrNotFound, scheduler.ErrNotFound, client.SchedulerError{Status: 404}},
+		{"ErrNotFound", client.ErrNotFound, schedapi.ErrNotFound, scheduler.ErrNotFound, client.SchedulerError{Status: 400, Code: schedapi.CodeNotFound}},
+		{"ErrNotFound (older scheduler)", client.ErrNotFound, schedapi.ErrNotFound, scheduler.ErrNotFound, client.SchedulerError{Status: 404}},
 		{"ErrConflict", client.ErrConflict, schedapi.ErrConflict, scheduler.ErrConflict, client.SchedulerError{Status: 409}},
 		{"ErrTooLarge", client.ErrTooLarge, schedapi.ErrTooLarge, scheduler.ErrTooLarge, client.SchedulerError{Status: 413}},
 		{"ErrNoNode", client.ErrNoNode, schedapi.ErrNoNode, scheduler.ErrNoNode, client.SchedulerError{Status: 503, Message: "no node available: all slots busy"}},

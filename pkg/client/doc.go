@@ -84,12 +84,17 @@
 // resubmitted after some of the placed ones complete.
 //
 // Every error answer is a *SchedulerError (status, the scheduler's
-// message, the leader's address on a follower) wrapping the sentinel of
-// its status: ErrBadRequest 400, ErrUnauthorized 401, ErrNotFound 404,
-// ErrConflict 409, ErrTooLarge 413, and for 503 ErrSchedulerUnavailable
-// plus ErrNoNode (no node can take the task: retry later) or ErrNotLeader
-// (an HA follower; SchedulerConfig.FollowLeader resends the call to the
-// leader it names, X-Locus-Leader, and keeps using it). A scheduler that
+// message and error code, the leader's address on a follower) wrapping the
+// sentinel of its code ({"error": ..., "code": ...}; see pkg/schedapi):
+// ErrBadRequest (400 "bad_request"), ErrNotFound (400 "not_found": an
+// unknown job or a task not running is bad input to the API, and the code
+// tells it from the rest), ErrUnauthorized 401, ErrConflict 409,
+// ErrTooLarge 413, and for 503 ErrSchedulerUnavailable plus ErrNoNode (no
+// node can take the task: retry later) or ErrNotLeader (an HA follower;
+// SchedulerConfig.FollowLeader resends the call to the leader it names,
+// X-Locus-Leader, and keeps using it). An answer without a code (a
+// scheduler older than the field, a proxy) maps by its status, a 404 to
+// ErrNotFound. A scheduler that
 // cannot be reached is ErrSchedulerUnavailable too. These sentinels are
 // pkg/schedapi's, which package scheduler exports under the same names, so
 // errors.Is works with any of them. Nothing is retried otherwise: Place is

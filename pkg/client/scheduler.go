@@ -27,7 +27,9 @@ type (
 	// (Placed reports false).
 	Placement = schedapi.Placement
 	// CompleteResult is one task's result in CompleteBatch: its locality,
-	// or Error and the HTTP Status the task alone would have got.
+	// or Error, its Code (schedapi.CodeNotFound: unknown job, or the task
+	// is not running; CodeConflict: still waiting for its placement) and
+	// the HTTP Status the task alone would have got.
 	CompleteResult = schedapi.CompleteResult
 	// JobCounters are a job's locality counters and hit ratios.
 	JobCounters = schedapi.JobCounters
@@ -39,18 +41,21 @@ type (
 // Sentinel errors of the scheduler calls. They are the scheduler's API
 // sentinels (pkg/schedapi), which pkg/scheduler exports under the same
 // names, so errors.Is works with any of the three. Every error answer
-// comes back as a *SchedulerError wrapping the sentinel of its status.
+// comes back as a *SchedulerError wrapping the sentinel of its code
+// (ErrorResponse.Code), or of its status when it has none.
 var (
-	// ErrBadRequest (400): the request does not validate (empty job or
-	// task, empty URI, negative offset, non-positive length, a task listed
-	// twice in a batch, negative byte counts). The message names the
-	// problem.
+	// ErrBadRequest (400, code "bad_request"): the request does not
+	// validate (empty job or task, empty URI, negative offset,
+	// non-positive length, a task listed twice in a batch, negative byte
+	// counts). The message names the problem.
 	ErrBadRequest = schedapi.ErrBadRequest
 	// ErrUnauthorized (401): a mutating call without the right bearer
 	// token (SchedulerConfig.Token).
 	ErrUnauthorized = schedapi.ErrUnauthorized
-	// ErrNotFound (404): an unknown job, or a task the scheduler does not
-	// hold (never placed, completed already, lost).
+	// ErrNotFound (400 with code "not_found"; 404 from a scheduler older
+	// than the code field): an unknown job, or a task the scheduler does
+	// not hold (never placed, completed already, lost). Such an answer is
+	// not ErrBadRequest, though its status is 400.
 	ErrNotFound = schedapi.ErrNotFound
 	// ErrConflict (409): the task is already queued or running (Place), or
 	// still waiting for its placement (Complete).
@@ -74,8 +79,9 @@ var (
 )
 
 // SchedulerError is an error answer of the scheduler (any status other
-// than 200). It wraps the sentinel of its status (see the Err* variables);
-// compare with errors.Is, or errors.As to read the details.
+// than 200). It wraps the sentinel of its code, or of its status when it
+// has no code the client knows (an older scheduler, a proxy); see the Err*
+// variables. Compare with errors.Is, or errors.As to read the details.
 type SchedulerError struct {
 	// Method and Path name the call ("POST", "/v1/place").
 	Method, Path string
@@ -84,6 +90,10 @@ type SchedulerError struct {
 	// Message is the scheduler's {"error": ...} text (or the start of the
 	// body when it was not JSON).
 	Message string
+	// Code is the answer's machine-readable {"code": ...}: one of
+	// schedapi's Code* constants ("not_found", "bad_request", ...), ""
+	// from a scheduler older than the field or a non-JSON answer.
+	Code string
 	// Leader is the leader's HTTP address (host:port) on a follower's 503,
 	// "" otherwise or when no leader is elected.
 	Leader string
@@ -93,8 +103,20 @@ func (e *SchedulerError) Error() string {
 	return fmt.Sprintf("scheduler: %s %s: %d %s: %s", e.Method, e.Path, e.Status, http.StatusText(e.Status), e.Message)
 }
 
-// Unwrap returns the sentinels the status maps to.
+// Unwrap returns the sentinels the code maps to (schedapi.ErrOfCode), else
+// those the status maps to. A 404 without a code is ErrNotFound (what
+// schedulers before the code field answered for an unknown job); the 404
+// of an endpoint the scheduler does not have (code "no_endpoint") maps to
+// none.
 func (e *SchedulerError) Unwrap() []error {
+	switch sentinel := schedapi.ErrOfCode(e.Code); {
+	case sentinel == ErrNoNode, sentinel == ErrNotLeader:
+		return []error{sentinel, ErrSchedulerUnavailable}
+	case sentinel != nil:
+		return []error{sentinel}
+	case e.Code == schedapi.CodeNoEndpoint:
+		return nil
+	}
 	switch e.Status {
 	case http.StatusBadRequest:
 		return []error{ErrBadRequest}
@@ -383,8 +405,11 @@ func (s *Scheduler) Complete(ctx context.Context, job, task string, info Complet
 
 // CompleteBatch reports many tasks of job done in one call (POST
 // /v1/complete/batch). Each task gets its own result, in order: a task
-// that could not be completed has Error and the Status it alone would
-// have got (404, 409) and does not fail the others. The call fails as a
+// that could not be completed has Error, Code and the Status it alone
+// would have got (Code "not_found" with 400, "conflict" with 409) and does
+// not fail the others. From an older scheduler, which sent no code, Code
+// is filled in from the status (404 "not_found", 409 "conflict", 400
+// "bad_request"), so callers need only read Code. The call fails as a
 // whole for bad input (ErrBadRequest) and Complete's other errors.
 func (s *Scheduler) CompleteBatch(ctx context.Context, job string, tasks []CompletedTask) ([]CompleteResult, error) {
 	req := schedapi.CompleteBatchRequest{Job: job, Tasks: make([]schedapi.CompleteTask, len(tasks))}
@@ -406,7 +431,26 @@ func (s *Scheduler) CompleteBatch(ctx context.Context, job string, tasks []Compl
 	if len(resp.Results) != len(tasks) {
 		return nil, fmt.Errorf("scheduler: /v1/complete/batch answered %d results for %d tasks", len(resp.Results), len(tasks))
 	}
+	for i := range resp.Results {
+		if r := &resp.Results[i]; r.Code == "" && r.Status != http.StatusOK {
+			r.Code = legacyCode(r.Status)
+		}
+	}
 	return resp.Results, nil
+}
+
+// legacyCode is the code of a batch result's status from a scheduler
+// older than the code field ("" for a status it never sent).
+func legacyCode(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return schedapi.CodeNotFound
+	case http.StatusConflict:
+		return schedapi.CodeConflict
+	case http.StatusBadRequest:
+		return schedapi.CodeBadRequest
+	}
+	return ""
 }
 
 // JobCounters returns a job's counters (GET /v1/jobs/{job}): tasks per
@@ -524,7 +568,7 @@ func (s *Scheduler) once(ctx context.Context, base *url.URL, method, path string
 	se := &SchedulerError{Method: method, Path: path, Status: resp.StatusCode, Leader: resp.Header.Get("X-Locus-Leader")}
 	var er schedapi.ErrorResponse
 	if json.Unmarshal(raw, &er) == nil && er.Error != "" {
-		se.Message = er.Error
+		se.Message, se.Code = er.Error, er.Code
 		if se.Leader == "" {
 			se.Leader = er.Leader
 		}

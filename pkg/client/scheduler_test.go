@@ -17,6 +17,7 @@ import (
 	"github.com/locuscache/locus/pkg/node/nodetest"
 	"github.com/locuscache/locus/pkg/origin/origintest"
 	"github.com/locuscache/locus/pkg/ring"
+	"github.com/locuscache/locus/pkg/schedapi"
 	"github.com/locuscache/locus/pkg/scheduler"
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 )
@@ -94,8 +95,10 @@ func TestSchedulerCalls(t *testing.T) {
 	if _, err := sc.Complete(ctx, "job1", "t1", client.CompleteInfo{}); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("completing twice: %v; want ErrNotFound", err)
 	}
-	if _, err := sc.Complete(ctx, "nope", "t1", client.CompleteInfo{}); !errors.Is(err, client.ErrNotFound) {
-		t.Errorf("unknown job: %v; want ErrNotFound", err)
+	_, err = sc.Complete(ctx, "nope", "t1", client.CompleteInfo{})
+	if !errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrBadRequest) || !errors.As(err, &se) ||
+		se.Status != http.StatusBadRequest || se.Code != schedapi.CodeNotFound {
+		t.Errorf("unknown job: %v; want ErrNotFound (not ErrBadRequest) from a 400 with code not_found", err)
 	}
 	if _, err := sc.Complete(ctx, "job1", "t1", client.CompleteInfo{Bytes: 1, Miss: 2}); !errors.Is(err, client.ErrBadRequest) {
 		t.Errorf("bytes below the sum: %v; want ErrBadRequest", err)
@@ -115,8 +118,8 @@ func TestSchedulerCalls(t *testing.T) {
 	if err != nil || all.Completed != 1 {
 		t.Errorf("all jobs: %+v, %v", all, err)
 	}
-	if _, err := sc.JobCounters(ctx, "no/such job"); !errors.Is(err, client.ErrNotFound) {
-		t.Errorf("unknown job counters: %v; want ErrNotFound", err)
+	if _, err := sc.JobCounters(ctx, "no/such job"); !errors.Is(err, client.ErrNotFound) || !errors.As(err, &se) || se.Status != http.StatusBadRequest {
+		t.Errorf("unknown job counters: %v; want ErrNotFound from a 400", err)
 	}
 	jobs, err := sc.Jobs(ctx)
 	if err != nil || len(jobs) != 1 || jobs[0] != "job1" {
@@ -188,8 +191,8 @@ func TestSchedulerBatch(t *testing.T) {
 			t.Errorf("results[%d] = %+v; want %s completed", i, r, placed[i].Task)
 		}
 	}
-	if r := res[6]; r.Status != http.StatusNotFound || r.Error == "" {
-		t.Errorf("completing a deferred task: %+v; want 404 with an error", r)
+	if r := res[6]; r.Status != http.StatusBadRequest || r.Code != schedapi.CodeNotFound || r.Error == "" {
+		t.Errorf("completing a deferred task: %+v; want 400, code not_found, an error", r)
 	}
 	ps, err = sc.PlaceBatch(ctx, "stage", deferred, client.NoWait)
 	if err != nil || len(ps) != 2 || !ps[0].Placed() || !ps[1].Placed() {
@@ -323,6 +326,75 @@ func TestSchedulerNonJSONError(t *testing.T) {
 	var se *client.SchedulerError
 	if !errors.As(err, &se) || se.Status != http.StatusBadGateway || !strings.Contains(se.Message, "bad gateway") || !errors.Is(err, client.ErrSchedulerUnavailable) {
 		t.Errorf("502 from a proxy: %v; want a SchedulerError 502 with the body, wrapping ErrSchedulerUnavailable", err)
+	}
+}
+
+// TestSchedulerErrorCodes: an error answer maps to its sentinel by its
+// code, else by its status, so answers of schedulers from before the code
+// field (a 404 for an unknown job) read the same; the 404 of an endpoint
+// the scheduler does not have is not ErrNotFound.
+func TestSchedulerErrorCodes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+		is     []error
+		isNot  []error
+	}{
+		{"not found", 400, `{"error":"not found: job \"j\"","code":"not_found"}`, []error{client.ErrNotFound}, []error{client.ErrBadRequest}},
+		{"bad request", 400, `{"error":"bad request: x","code":"bad_request"}`, []error{client.ErrBadRequest}, []error{client.ErrNotFound}},
+		{"older scheduler: 404", 404, `{"error":"not found: job \"j\""}`, []error{client.ErrNotFound}, []error{client.ErrBadRequest}},
+		{"older scheduler: 400", 400, `{"error":"bad request: x"}`, []error{client.ErrBadRequest}, []error{client.ErrNotFound}},
+		{"no such endpoint", 404, `{"error":"no such endpoint: GET /v1/jobs/j","code":"no_endpoint"}`, nil, []error{client.ErrNotFound, client.ErrBadRequest}},
+		{"conflict", 409, `{"error":"conflict: x","code":"conflict"}`, []error{client.ErrConflict}, nil},
+		{"no node", 503, `{"error":"no node available: x","code":"no_node"}`, []error{client.ErrNoNode, client.ErrSchedulerUnavailable}, []error{client.ErrNotLeader}},
+		{"not leader", 503, `{"error":"not the leader, and no leader is elected right now","code":"not_leader"}`, []error{client.ErrNotLeader, client.ErrSchedulerUnavailable}, []error{client.ErrNoNode}},
+		{"unavailable", 503, `{"error":"scheduler unavailable: x","code":"unavailable"}`, []error{client.ErrSchedulerUnavailable}, []error{client.ErrNoNode, client.ErrNotLeader}},
+		{"a later scheduler's code", 400, `{"error":"x","code":"from_the_future"}`, []error{client.ErrBadRequest}, []error{client.ErrNotFound}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				fmt.Fprintln(w, tc.body)
+			}))
+			defer srv.Close()
+			sc := newSched(t, client.SchedulerConfig{URL: srv.URL})
+			_, err := sc.JobCounters(context.Background(), "j")
+			var se *client.SchedulerError
+			if !errors.As(err, &se) || se.Status != tc.status {
+				t.Fatalf("got %v, want a SchedulerError %d", err, tc.status)
+			}
+			for _, want := range tc.is {
+				if !errors.Is(err, want) {
+					t.Errorf("%v: not %v", err, want)
+				}
+			}
+			for _, not := range tc.isNot {
+				if errors.Is(err, not) {
+					t.Errorf("%v: is %v", err, not)
+				}
+			}
+		})
+	}
+}
+
+// TestCompleteBatchOlderScheduler: batch results of a scheduler from
+// before the code field get the code of their status.
+func TestCompleteBatchOlderScheduler(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, `{"results":[{"task":"a","locality":"DATA_LOCAL","status":200},{"task":"b","error":"not found: x","status":404},{"task":"c","error":"conflict: x","status":409},{"task":"d","error":"not found: x","code":"not_found","status":400}]}`)
+	}))
+	defer srv.Close()
+	sc := newSched(t, client.SchedulerConfig{URL: srv.URL})
+	res, err := sc.CompleteBatch(context.Background(), "j", []client.CompletedTask{{Task: "a"}, {Task: "b"}, {Task: "c"}, {Task: "d"}})
+	if err != nil || len(res) != 4 {
+		t.Fatalf("CompleteBatch: %+v, %v", res, err)
+	}
+	for i, want := range []string{"", schedapi.CodeNotFound, schedapi.CodeConflict, schedapi.CodeNotFound} {
+		if res[i].Code != want {
+			t.Errorf("results[%d] = %+v; want code %q", i, res[i], want)
+		}
 	}
 }
 

@@ -108,8 +108,12 @@ type CompleteResult struct {
 	Task     string `json:"task"`
 	Locality string `json:"locality,omitempty"`
 	Error    string `json:"error,omitempty"`
-	// Status is the HTTP status the task alone would have got (200, 404,
-	// 409, 400).
+	// Code is the error code of Error (CodeNotFound: unknown job, or the
+	// task is not running; CodeConflict: still waiting for its placement;
+	// CodeBadRequest: its byte counts), "" when the task was recorded.
+	Code string `json:"code,omitempty"`
+	// Status is the HTTP status the task alone would have got: 200, 400
+	// (bad byte counts, or code "not_found"), 409.
 	Status int `json:"status"`
 }
 
@@ -220,9 +224,15 @@ type LostResponse struct {
 	Lost []LostTask `json:"lost"`
 }
 
-// ErrorResponse is the body of every error answer.
+// ErrorResponse is the body of every error answer:
+//
+//	{"error": "not found: job \"j\": ...", "code": "not_found"}
 type ErrorResponse struct {
+	// Error says what went wrong, for people.
 	Error string `json:"error"`
+	// Code is the kind of error, for programs: one of the Code* constants
+	// (a later scheduler may add codes; an older one sends none).
+	Code string `json:"code,omitempty"`
 	// Leader names the leader's HTTP address on a follower's 503.
 	Leader string `json:"leader,omitempty"`
 }

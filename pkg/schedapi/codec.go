@@ -202,6 +202,9 @@ func DecodeCompleteBatchResponse(b []byte) (CompleteBatchResponse, error) {
 				case "status":
 					x.Status = int(l.int64())
 					return 3
+				case "code":
+					x.Code = l.str()
+					return 4
 				}
 				return -1
 			})

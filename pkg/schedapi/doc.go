@@ -18,10 +18,15 @@
 //	GET  /v1/ring             RingStatus
 //	GET  /v1/lost             LostResponse
 //
-// Every error answer has an ErrorResponse body, and its status names one of
-// the sentinel errors (ErrBadRequest 400, ErrUnauthorized 401, ErrNotFound
-// 404, ErrConflict 409, ErrTooLarge 413, ErrNoNode, ErrNotLeader and
-// ErrUnavailable 503). The Validate methods check a request the way the
+// Every error answer has an ErrorResponse body, {"error": "...", "code":
+// "..."}, whose code names one of the sentinel errors (ErrOfCode) and
+// sets the status (StatusOfCode): bad_request and not_found 400 (an
+// unknown job or task is bad input, like a negative offset), unauthorized
+// 401, conflict 409, too_large 413, no_node, not_leader and unavailable
+// 503. A client tells an unknown job from other bad input by the code, not
+// the status; it reads a 404 without a code (a scheduler from before the
+// code field) as ErrNotFound too. The one 404 is a path the API does not
+// have (code no_endpoint). The Validate methods check a request the way the
 // scheduler does (errors wrap ErrBadRequest), so a client may check before
 // sending.
 //

@@ -508,6 +508,10 @@ func AppendCompleteBatchResponse(dst []byte, r *CompleteBatchResponse) []byte {
 				dst = appendKey(dst, false, "error")
 				dst = appendString(dst, x.Error)
 			}
+			if x.Code != "" {
+				dst = appendKey(dst, false, "code")
+				dst = appendString(dst, x.Code)
+			}
 			dst = appendKey(dst, false, "status")
 			dst = strconv.AppendInt(dst, int64(x.Status), 10)
 			dst = append(dst, '}')

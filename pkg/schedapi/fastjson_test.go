@@ -165,7 +165,7 @@ func TestFastEncode(t *testing.T) {
 			cb.Results = []CompleteResult{}
 		}
 		for n := r.IntN(4); n > 0; n-- {
-			cb.Results = append(cb.Results, CompleteResult{Task: randString(r), Locality: maybe(), Error: maybe(), Status: r.IntN(600) - 1})
+			cb.Results = append(cb.Results, CompleteResult{Task: randString(r), Locality: maybe(), Error: maybe(), Code: maybe(), Status: r.IntN(600) - 1})
 		}
 		if got, want := string(AppendCompleteBatchResponse(nil, &cb)), enc(cb); got != want {
 			t.Fatalf("complete batch:\n got %s\nwant %s", got, want)
@@ -216,7 +216,7 @@ func TestClientCodec(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, resp) {
 			t.Fatalf("decoded %+v (%v), want %+v", got, err, resp)
 		}
-		cr := CompleteBatchResponse{Results: []CompleteResult{{Task: valid(), Locality: "RACK_LOCAL", Status: 200}, {Task: "x", Error: valid(), Status: 404}}}
+		cr := CompleteBatchResponse{Results: []CompleteResult{{Task: valid(), Locality: "RACK_LOCAL", Status: 200}, {Task: "x", Error: valid(), Code: CodeNotFound, Status: 400}, {Task: "y", Error: valid(), Status: 404}}}
 		raw = AppendCompleteBatchResponse(nil, &cr)
 		checkResponse(t, raw, DecodeCompleteBatchResponse)
 		gotc, err := DecodeCompleteBatchResponse(raw)
@@ -248,7 +248,7 @@ func checkResponse[T any](t *testing.T, raw []byte, dec func([]byte) (T, error))
 // FuzzResponseDecode checks the answer decoders against json.Unmarshal.
 func FuzzResponseDecode(f *testing.F) {
 	f.Add([]byte(`{"placements":[{"task":"a","node":"n1","address":"x:1","locality":"DATA_LOCAL","owner":"n1","ring_epoch":18446744073709551615,"waited_ms":0}]}`))
-	f.Add([]byte(`{"results":[{"task":"a","locality":"DATA_LOCAL","status":200},{"task":"b","error":"x","status":404}]}`))
+	f.Add([]byte(`{"results":[{"task":"a","locality":"DATA_LOCAL","status":200},{"task":"b","error":"x","status":404},{"task":"c","error":"x","code":"not_found","status":400}]}`))
 	f.Add([]byte(`{"placements":null}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		checkResponse(t, raw, DecodePlaceBatchResponse)

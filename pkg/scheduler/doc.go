@@ -93,17 +93,30 @@
 // answers the same way (Placement.error).
 //
 // Complete frees the slot and records the outcome. An unknown job, or a
-// task that is not running (never placed, completed already, lost), is 404
-// (gRPC NOT_FOUND); a task still waiting for its placement is 409. bytes 0
-// means local+peer+miss; bytes below that sum is 400.
+// task that is not running (never placed, completed already, lost), is 400
+// with code "not_found" (gRPC NOT_FOUND); a task still waiting for its
+// placement is 409. bytes 0 means local+peer+miss; bytes below that sum is
+// 400. In a /v1/complete/batch answer each such task has the error, code
+// and status it alone would have got (the gRPC CompleteBatch, whose
+// results have no code, keeps status 404 for "not found").
 //
 // Bad input is 400 with {"error": ...} naming the problem: malformed JSON,
 // an unknown field, a wrong type, trailing data, an empty job, task or URI,
 // a negative offset, a non-positive length, a batch over --max-batch-tasks
 // or listing a task twice, negative byte counts. Bodies over
 // --max-body-bytes (single calls, 64 KiB) or --max-batch-body-bytes
-// (16 MiB) are 413. Unknown jobs on GET /v1/jobs/{job} are 404. Every
-// error answer is {"error": "..."}; StatusOf maps errors to codes.
+// (16 MiB) are 413. An unknown job on GET /v1/jobs/{job} is bad input too:
+// 400 with code "not_found". Every error answer is
+//
+//	{"error": "<what went wrong, for people>", "code": "<kind, for programs>"}
+//
+// (plus "leader" on a follower's 503). The code is one of schedapi's
+// Code* constants: bad_request and not_found (400), unauthorized (401),
+// conflict (409), too_large (413), no_node, not_leader and unavailable
+// (503), internal (500); clients read it, not the status, to tell an
+// unknown job from other bad input. CodeOf maps errors to codes, StatusOf
+// to HTTP statuses. A method and path the API does not have is the one
+// 404 (code "no_endpoint"): routing, not bad input.
 //
 // # Authentication
 //
@@ -133,15 +146,15 @@
 // The schedulers campaign with a session whose lease TTL is
 // --etcd-session-ttl (5s). The leader imports the persisted counters into
 // a fresh placer (tasks that were running become lost: the new leader
-// cannot know them, and their Complete gets 404) and places. Followers
-// answer mutating calls with 503 {"error": "not the leader...", "leader":
-// "<http address>"} and the X-Locus-Leader header (gRPC:
-// FAILED_PRECONDITION with an x-locus-leader trailer), or proxy them to
-// the leader with --forward-to-leader. Reads work on followers: the ring
-// from their own gossip, counters and the job list from etcd. /readyz is
-// 200 on the leader and on a forwarding follower that knows the leader,
-// 503 on other followers, so a load balancer sends calls to a scheduler
-// that can serve them.
+// cannot know them, and their Complete gets 400 "not_found") and places.
+// Followers answer mutating calls with 503 {"error": "not the leader...",
+// "code": "not_leader", "leader": "<http address>"} and the X-Locus-Leader
+// header (gRPC: FAILED_PRECONDITION with an x-locus-leader trailer), or
+// proxy them to the leader with --forward-to-leader. Reads work on
+// followers: the ring from their own gossip, counters and the job list
+// from etcd. /readyz is 200 on the leader and on a forwarding follower
+// that knows the leader, 503 on other followers, so a load balancer sends
+// calls to a scheduler that can serve them.
 //
 // Counters are persisted before a call that changed them is answered, so
 // an answered call is never lost by a failover: a persister goroutine

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/locuscache/locus/pkg/placement"
 	"github.com/locuscache/locus/pkg/schedapi"
@@ -11,8 +10,9 @@ import (
 
 // Sentinel errors. Every error the Scheduler's methods return wraps one of
 // these (or one of placement's) with the detail an operator or a client
-// needs; compare with errors.Is. StatusOf maps them onto HTTP status codes,
-// grpcStatus onto gRPC codes. Those of the API's error answers are
+// needs; compare with errors.Is. CodeOf maps them onto the API's error
+// codes (schedapi.Code*), StatusOf onto HTTP status codes, grpcError onto
+// gRPC codes. Those of the API's error answers are
 // schedapi's sentinels under the same names (the same values: errors.Is
 // agrees across schedapi, scheduler and client).
 var (
@@ -23,8 +23,8 @@ var (
 	// ErrBadRequest: a request that does not decode (malformed JSON, an
 	// unknown field, trailing data) or does not validate (empty job, task
 	// or URI, negative offset, non-positive length, too many tasks, a task
-	// listed twice in one batch, negative byte counts). HTTP 400, gRPC
-	// INVALID_ARGUMENT.
+	// listed twice in one batch, negative byte counts). HTTP 400 with code
+	// "bad_request", gRPC INVALID_ARGUMENT.
 	ErrBadRequest = schedapi.ErrBadRequest
 
 	// ErrTooLarge: a request body over the size limit (Config.MaxBodyBytes
@@ -38,7 +38,8 @@ var (
 	// ErrNotFound: an unknown job, or a task the scheduler does not hold
 	// (never placed, already completed, or lost). Wraps
 	// placement.ErrUnknownJob or placement.ErrUnknownTask as well. HTTP
-	// 404, gRPC NOT_FOUND.
+	// 400 with code "not_found" (bad input, as DESIGN's API says; the code
+	// tells it from ErrBadRequest), gRPC NOT_FOUND.
 	ErrNotFound = schedapi.ErrNotFound
 
 	// ErrConflict: the (job, task) is already queued or running (Place), or
@@ -88,27 +89,40 @@ func (e *NotLeaderError) Error() string {
 // Unwrap makes errors.Is(err, ErrNotLeader) true.
 func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
 
-// StatusOf returns the HTTP status code for an error returned by the
-// Scheduler's methods (500 for an unexpected one).
-func StatusOf(err error) int {
+// CodeOf returns the error code of an error returned by the Scheduler's
+// methods (schedapi.CodeNotFound, ...): "" for nil, schedapi.CodeInternal
+// for an unexpected one. It is the ErrorResponse's code; StatusOf and the
+// gRPC code derive from it.
+func CodeOf(err error) string {
 	switch {
 	case err == nil:
-		return http.StatusOK
+		return ""
 	case errors.Is(err, ErrTooLarge):
-		return http.StatusRequestEntityTooLarge
+		return schedapi.CodeTooLarge
 	case errors.Is(err, ErrBadRequest), errors.Is(err, placement.ErrInvalidTask), errors.Is(err, placement.ErrInvalidOutcome):
-		return http.StatusBadRequest
+		return schedapi.CodeBadRequest
 	case errors.Is(err, ErrUnauthorized):
-		return http.StatusUnauthorized
+		return schedapi.CodeUnauthorized
 	case errors.Is(err, ErrNotFound), errors.Is(err, placement.ErrUnknownJob), errors.Is(err, placement.ErrUnknownTask):
-		return http.StatusNotFound
+		return schedapi.CodeNotFound
 	case errors.Is(err, ErrConflict), errors.Is(err, placement.ErrDuplicateTask), errors.Is(err, placement.ErrNotPlaced):
-		return http.StatusConflict
-	case errors.Is(err, ErrNoNode), errors.Is(err, ErrNotLeader), errors.Is(err, ErrUnavailable), errors.Is(err, ErrStopped),
-		errors.Is(err, placement.ErrNoCapacity), errors.Is(err, placement.ErrQueueFull):
-		return http.StatusServiceUnavailable
+		return schedapi.CodeConflict
+	case errors.Is(err, ErrNotLeader):
+		return schedapi.CodeNotLeader
+	case errors.Is(err, ErrNoNode), errors.Is(err, placement.ErrNoCapacity), errors.Is(err, placement.ErrQueueFull):
+		return schedapi.CodeNoNode
+	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrStopped):
+		return schedapi.CodeUnavailable
 	}
-	return http.StatusInternalServerError
+	return schedapi.CodeInternal
+}
+
+// StatusOf returns the HTTP status code for an error returned by the
+// Scheduler's methods (500 for an unexpected one): that of its CodeOf
+// (schedapi.StatusOfCode). ErrNotFound is 400, bad input like the others
+// (the answer's code "not_found" tells it apart).
+func StatusOf(err error) int {
+	return schedapi.StatusOfCode(CodeOf(err))
 }
 
 // badRequest wraps ErrBadRequest with a message.

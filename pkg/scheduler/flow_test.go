@@ -394,8 +394,8 @@ func TestNodeLeaves(t *testing.T) {
 		}
 	}
 	for task := range onN2 {
-		if _, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: task, Bytes: 1}); statusOf(err) != 404 {
-			t.Errorf("complete of lost %s: %v, want 404", task, err)
+		if _, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: task, Bytes: 1}); statusOf(err) != 400 || codeOf(err) != schedapi.CodeNotFound {
+			t.Errorf("complete of lost %s: %v, want 400 not_found", task, err)
 		}
 	}
 	// New tasks avoid n2; n1 drains: they avoid it too.

@@ -76,21 +76,21 @@ func (s *Scheduler) grpcError(ctx context.Context, method string, err error) err
 		return err
 	}
 	var c codes.Code
-	switch StatusOf(err) {
-	case http.StatusBadRequest:
+	switch CodeOf(err) {
+	case schedapi.CodeBadRequest:
 		c = codes.InvalidArgument
-	case http.StatusRequestEntityTooLarge:
+	case schedapi.CodeTooLarge:
 		c = codes.ResourceExhausted
-	case http.StatusUnauthorized:
+	case schedapi.CodeUnauthorized:
 		c = codes.Unauthenticated
-	case http.StatusNotFound:
-		c = codes.NotFound
-	case http.StatusConflict:
+	case schedapi.CodeNotFound:
+		c = codes.NotFound // HTTP says 400 (bad input); gRPC has a code of its own
+	case schedapi.CodeConflict:
 		c = codes.AlreadyExists
 		if method == schedulerv1.SchedulerService_Complete_FullMethodName {
 			c = codes.FailedPrecondition
 		}
-	case http.StatusServiceUnavailable:
+	case schedapi.CodeNoNode, schedapi.CodeNotLeader, schedapi.CodeUnavailable:
 		c = codes.Unavailable
 	default:
 		c = codes.Internal
@@ -114,7 +114,7 @@ func (s *Scheduler) grpcError(ctx context.Context, method string, err error) err
 // isOurs reports whether err is one of this package's (or placement's)
 // errors rather than a status from gRPC itself.
 func isOurs(err error) bool {
-	return StatusOf(err) != http.StatusInternalServerError || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	return CodeOf(err) != schedapi.CodeInternal || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 func splitFrom(sp *schedulerv1.Split) schedapi.Split {
@@ -192,7 +192,14 @@ func (g *grpcService) CompleteBatch(ctx context.Context, r *schedulerv1.Complete
 	}
 	out := &schedulerv1.CompleteBatchResponse{Results: make([]*schedulerv1.CompleteResult, len(resp.Results))}
 	for i, x := range resp.Results {
-		out.Results[i] = &schedulerv1.CompleteResult{Task: x.Task, Locality: localityPB(x.Locality), Error: x.Error, Status: int32(x.Status)}
+		st := int32(x.Status)
+		if x.Code == schedapi.CodeNotFound {
+			// The proto's CompleteResult has no code field: its status
+			// keeps 404 for "not found", so gRPC clients can still tell it
+			// from a task's bad byte counts (400).
+			st = http.StatusNotFound
+		}
+		out.Results[i] = &schedulerv1.CompleteResult{Task: x.Task, Locality: localityPB(x.Locality), Error: x.Error, Status: st}
 	}
 	return out, nil
 }

@@ -19,7 +19,9 @@ import (
 
 // TestGRPCBatchCalls: a deferred PlaceBatch task carries the JSON API's
 // error over gRPC, and CompleteBatch answers per task as POST
-// /v1/complete/batch does, behind the bearer token.
+// /v1/complete/batch does, behind the bearer token, except that "not
+// found" keeps status 404 (the proto's result has no code field to tell
+// it from a 400).
 func TestGRPCBatchCalls(t *testing.T) {
 	s, hc := startWith(t, threeNodes(t), func(cfg *scheduler.Config) { cfg.AuthToken = "tok" })
 	conn, err := grpc.NewClient(s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))

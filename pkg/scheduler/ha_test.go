@@ -146,8 +146,8 @@ func TestHAFailover(t *testing.T) {
 		t.Errorf("after failover %+v, before %+v", after, before)
 	}
 	// The two tasks that were running are lost: completing them is refused.
-	if _, err := fc.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: resp.Placements[5].Task, Bytes: 1}); statusOf(err) != 404 {
-		t.Errorf("complete of a task of the old leader: %v, want 404", err)
+	if _, err := fc.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: resp.Placements[5].Task, Bytes: 1}); statusOf(err) != 400 || codeOf(err) != schedapi.CodeNotFound {
+		t.Errorf("complete of a task of the old leader: %v, want 400 not_found", err)
 	}
 	// The new leader places.
 	if _, err := fc.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "new", Split: split("u")}); err != nil {

@@ -117,7 +117,12 @@ func (s *Scheduler) newHandler() http.Handler {
 		_, _ = w.Write(statusPage)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, schedapi.ErrorResponse{Error: "no such endpoint: " + r.Method + " " + r.URL.Path + " (see GET /v1/ring, POST /v1/place, ...)"})
+		// Routing, not bad input: stays 404, with a code of its own so that
+		// clients do not read it as an unknown job.
+		writeJSON(w, http.StatusNotFound, schedapi.ErrorResponse{
+			Error: "no such endpoint: " + r.Method + " " + r.URL.Path + " (see GET /v1/ring, POST /v1/place, ...)",
+			Code:  schedapi.CodeNoEndpoint,
+		})
 	})
 	return mux
 }
@@ -257,11 +262,11 @@ func (s *Scheduler) forward(w http.ResponseWriter, r *http.Request) bool {
 
 // writeError writes the JSON error answer and returns its status code.
 func (s *Scheduler) writeError(w http.ResponseWriter, err error) int {
-	code := StatusOf(err)
+	body := schedapi.ErrorResponse{Error: err.Error(), Code: CodeOf(err)}
+	code := schedapi.StatusOfCode(body.Code)
 	if errors.Is(err, context.Canceled) {
 		code = 499 // client closed the request (nginx's code); nobody reads it
 	}
-	body := schedapi.ErrorResponse{Error: err.Error()}
 	var nl *NotLeaderError
 	if errors.As(err, &nl) {
 		body.Leader = nl.Leader

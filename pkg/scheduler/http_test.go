@@ -35,6 +35,15 @@ func startWith(t *testing.T, views scheduler.Membership, mod func(*scheduler.Con
 
 func split(uri string) schedapi.Split { return schedapi.Split{URI: uri, Offset: 0, Length: 1 << 20} }
 
+// codeOf returns the "code" of an error answer ("" for anything else).
+func codeOf(err error) string {
+	var se *schedulertest.StatusError
+	if errors.As(err, &se) {
+		return se.Body.Code
+	}
+	return ""
+}
+
 func statusOf(err error) int {
 	var se *schedulertest.StatusError
 	if errors.As(err, &se) {
@@ -63,39 +72,41 @@ func TestBadInput(t *testing.T) {
 	manyTasks := `{"job":"j","tasks":[` + strings.TrimSuffix(strings.Repeat(`{"task":"t","split":{"uri":"u","offset":0,"length":1}},`, 101), ",") + `]}`
 	cases := []struct {
 		name, method, path, body string
-		code                     int
+		code                     int    // HTTP status
 		want                     string // in the error message
+		kind                     string // the answer's "code"
 	}{
-		{"malformed JSON", "POST", "/v1/place", `{"job":`, 400, "truncated"},
-		{"not JSON", "POST", "/v1/place", `hello`, 400, "malformed JSON"},
-		{"empty body", "POST", "/v1/place", ``, 400, "empty body"},
-		{"unknown field", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1},"priority":3}`, 400, `unknown field "priority"`},
-		{"unknown nested field", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1,"version":"x"}}`, 400, `unknown field "version"`},
-		{"wrong type", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":"0","length":1}}`, 400, "split.offset"},
-		{"trailing data", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1}} {}`, 400, "after the JSON object"},
-		{"negative offset", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":-1,"length":1}}`, 400, "negative split offset"},
-		{"zero length", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":0}}`, 400, "length 0"},
-		{"empty URI", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"","offset":0,"length":1}}`, 400, "empty split uri"},
-		{"empty job", "POST", "/v1/place", `{"job":"","task":"t","split":{"uri":"u","offset":0,"length":1}}`, 400, "empty job"},
-		{"empty task", "POST", "/v1/place", `{"job":"j","task":"","split":{"uri":"u","offset":0,"length":1}}`, 400, "empty task"},
-		{"overflow", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":9223372036854775807,"length":1}}`, 400, "overflows"},
-		{"huge wait", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1},"wait_ms":999999999}`, 400, "wait_ms"},
-		{"oversized body", "POST", "/v1/place", big, 413, "too large"},
-		{"duplicate running task", "POST", "/v1/place", `{"job":"j","task":"running","split":{"uri":"u","offset":0,"length":1}}`, 409, "already queued or running"},
-		{"batch: empty", "POST", "/v1/place/batch", `{"job":"j","tasks":[]}`, 400, "empty batch"},
-		{"batch: too many tasks", "POST", "/v1/place/batch", manyTasks, 400, "exceeds the limit 100"},
-		{"batch: task twice", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","split":{"uri":"u","offset":0,"length":1}},{"task":"a","split":{"uri":"u","offset":0,"length":1}}]}`, 400, "listed twice"},
-		{"batch: negative offset", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","split":{"uri":"u","offset":-5,"length":1}}]}`, 400, "tasks[0]"},
-		{"batch: unknown field", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","uri":"u"}]}`, 400, `unknown field "uri"`},
-		{"batch: oversized", "POST", "/v1/place/batch", `{"job":"j","tasks":[` + strings.Repeat(" ", 70<<10) + `]}`, 413, "too large"},
-		{"complete: unknown job", "POST", "/v1/complete", `{"job":"nope","task":"t","bytes":1}`, 404, "unknown job"},
-		{"complete: unknown task", "POST", "/v1/complete", `{"job":"j","task":"nope","bytes":1}`, 404, "unknown task"},
-		{"complete: negative bytes", "POST", "/v1/complete", `{"job":"j","task":"running","bytes":-1}`, 400, "negative byte count"},
-		{"complete: bytes below parts", "POST", "/v1/complete", `{"job":"j","task":"running","bytes":5,"local_hit_bytes":10}`, 400, "bytes 5 <"},
-		{"complete: unknown field", "POST", "/v1/complete", `{"job":"j","task":"running","hits":1}`, 400, `unknown field "hits"`},
-		{"complete batch: empty", "POST", "/v1/complete/batch", `{"job":"j","tasks":[]}`, 400, "empty batch"},
-		{"counters: unknown job", "GET", "/v1/jobs/nope", ``, 404, "nope"},
-		{"unknown endpoint", "GET", "/v1/nothing", ``, 404, "no such endpoint"},
+		{"malformed JSON", "POST", "/v1/place", `{"job":`, 400, "truncated", schedapi.CodeBadRequest},
+		{"not JSON", "POST", "/v1/place", `hello`, 400, "malformed JSON", schedapi.CodeBadRequest},
+		{"empty body", "POST", "/v1/place", ``, 400, "empty body", schedapi.CodeBadRequest},
+		{"unknown field", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1},"priority":3}`, 400, `unknown field "priority"`, schedapi.CodeBadRequest},
+		{"unknown nested field", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1,"version":"x"}}`, 400, `unknown field "version"`, schedapi.CodeBadRequest},
+		{"wrong type", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":"0","length":1}}`, 400, "split.offset", schedapi.CodeBadRequest},
+		{"trailing data", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1}} {}`, 400, "after the JSON object", schedapi.CodeBadRequest},
+		{"negative offset", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":-1,"length":1}}`, 400, "negative split offset", schedapi.CodeBadRequest},
+		{"zero length", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":0}}`, 400, "length 0", schedapi.CodeBadRequest},
+		{"empty URI", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"","offset":0,"length":1}}`, 400, "empty split uri", schedapi.CodeBadRequest},
+		{"empty job", "POST", "/v1/place", `{"job":"","task":"t","split":{"uri":"u","offset":0,"length":1}}`, 400, "empty job", schedapi.CodeBadRequest},
+		{"empty task", "POST", "/v1/place", `{"job":"j","task":"","split":{"uri":"u","offset":0,"length":1}}`, 400, "empty task", schedapi.CodeBadRequest},
+		{"overflow", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":9223372036854775807,"length":1}}`, 400, "overflows", schedapi.CodeBadRequest},
+		{"huge wait", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1},"wait_ms":999999999}`, 400, "wait_ms", schedapi.CodeBadRequest},
+		{"oversized body", "POST", "/v1/place", big, 413, "too large", schedapi.CodeTooLarge},
+		{"duplicate running task", "POST", "/v1/place", `{"job":"j","task":"running","split":{"uri":"u","offset":0,"length":1}}`, 409, "already queued or running", schedapi.CodeConflict},
+		{"batch: empty", "POST", "/v1/place/batch", `{"job":"j","tasks":[]}`, 400, "empty batch", schedapi.CodeBadRequest},
+		{"batch: too many tasks", "POST", "/v1/place/batch", manyTasks, 400, "exceeds the limit 100", schedapi.CodeBadRequest},
+		{"batch: task twice", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","split":{"uri":"u","offset":0,"length":1}},{"task":"a","split":{"uri":"u","offset":0,"length":1}}]}`, 400, "listed twice", schedapi.CodeBadRequest},
+		{"batch: negative offset", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","split":{"uri":"u","offset":-5,"length":1}}]}`, 400, "tasks[0]", schedapi.CodeBadRequest},
+		{"batch: unknown field", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","uri":"u"}]}`, 400, `unknown field "uri"`, schedapi.CodeBadRequest},
+		{"batch: oversized", "POST", "/v1/place/batch", `{"job":"j","tasks":[` + strings.Repeat(" ", 70<<10) + `]}`, 413, "too large", schedapi.CodeTooLarge},
+		{"complete: unknown job", "POST", "/v1/complete", `{"job":"nope","task":"t","bytes":1}`, 400, "unknown job", schedapi.CodeNotFound},
+		{"complete: unknown task", "POST", "/v1/complete", `{"job":"j","task":"nope","bytes":1}`, 400, "unknown task", schedapi.CodeNotFound},
+		{"complete: negative bytes", "POST", "/v1/complete", `{"job":"j","task":"running","bytes":-1}`, 400, "negative byte count", schedapi.CodeBadRequest},
+		{"complete: bytes below parts", "POST", "/v1/complete", `{"job":"j","task":"running","bytes":5,"local_hit_bytes":10}`, 400, "bytes 5 <", schedapi.CodeBadRequest},
+		{"complete: unknown field", "POST", "/v1/complete", `{"job":"j","task":"running","hits":1}`, 400, `unknown field "hits"`, schedapi.CodeBadRequest},
+		{"complete batch: empty", "POST", "/v1/complete/batch", `{"job":"j","tasks":[]}`, 400, "empty batch", schedapi.CodeBadRequest},
+		{"counters: unknown job", "GET", "/v1/jobs/nope", ``, 400, "nope", schedapi.CodeNotFound},
+		{"counters: unknown job, escaped name", "GET", "/v1/jobs/no%2Fsuch%20job", ``, 400, `"no/such job"`, schedapi.CodeNotFound},
+		{"unknown endpoint", "GET", "/v1/nothing", ``, 404, "no such endpoint", schedapi.CodeNoEndpoint},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,10 +125,26 @@ func TestBadInput(t *testing.T) {
 			if se.Body.Error == "" || !strings.Contains(se.Body.Error, tc.want) {
 				t.Errorf("error %q does not mention %q", se.Body.Error, tc.want)
 			}
+			if se.Body.Code != tc.kind {
+				t.Errorf("code %q, want %q", se.Body.Code, tc.kind)
+			}
 			if ct := se.Header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type %q, want application/json", ct)
 			}
 		})
+	}
+	// In a batch, an unknown job or task fails only its own result, with
+	// the status and code a single Complete would have got.
+	cr, err := c.CompleteBatch(ctx, schedapi.CompleteBatchRequest{Job: "j", Tasks: []schedapi.CompleteTask{{Task: "nope", Bytes: 1}}})
+	if err != nil || len(cr.Results) != 1 {
+		t.Fatalf("complete batch of an unknown task: %+v, %v", cr, err)
+	}
+	if r := cr.Results[0]; r.Status != 400 || r.Code != schedapi.CodeNotFound || !strings.Contains(r.Error, "unknown task") {
+		t.Errorf("complete batch of an unknown task: %+v; want 400, code not_found, \"unknown task\"", r)
+	}
+	cr, err = c.CompleteBatch(ctx, schedapi.CompleteBatchRequest{Job: "nope", Tasks: []schedapi.CompleteTask{{Task: "t", Bytes: 1}}})
+	if err != nil || len(cr.Results) != 1 || cr.Results[0].Status != 400 || cr.Results[0].Code != schedapi.CodeNotFound {
+		t.Errorf("complete batch of an unknown job: %+v, %v; want one result, 400, code not_found", cr, err)
 	}
 	// The running task is still there and completes.
 	if _, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: "running", Bytes: 10, LocalHitBytes: 10}); err != nil {

@@ -699,7 +699,8 @@ func (s *Scheduler) CompleteBatch(ctx context.Context, req schedapi.CompleteBatc
 		loc, err := s.p.Complete(req.Job, t.Task, outcomeOf(t))
 		if err != nil {
 			err = placeError(err)
-			out.Results[i] = schedapi.CompleteResult{Task: t.Task, Error: err.Error(), Status: StatusOf(err)}
+			code := CodeOf(err)
+			out.Results[i] = schedapi.CompleteResult{Task: t.Task, Error: err.Error(), Code: code, Status: schedapi.StatusOfCode(code)}
 			continue
 		}
 		done++
