@@ -40,8 +40,9 @@ type Config struct {
 	// The share of keys a node owns varies around its fair share with a
 	// coefficient of variation of about 0.41/sqrt(VNodes) (see the package
 	// documentation), and so does the fraction of keys that moves when a
-	// node joins; memory and build time grow linearly with it (about 10.5
-	// bytes per point: 8 for the point, 2 to 4 for the prefix index).
+	// node joins; memory and build time grow linearly with it (8 bytes per
+	// point, plus a prefix index of 2 to 4 bytes per point, at most 1
+	// byte per point past 2^19 points).
 	VNodes int
 
 	// Hash maps a key, and a virtual node's name "ID#j", to 64 bits. A
@@ -61,8 +62,8 @@ const (
 	// share near 0.9% (coefficient of variation), so a node that joins
 	// takes within a few percent of its fair 1/(N+1) of the keys and, at
 	// 100 nodes, the busiest node holds well under 10% over the mean. It
-	// costs 16 KiB per weight-1 node: 16.7 MB at 1,000 nodes, built in
-	// about 0.15 s on the 2-core development machine.
+	// costs about 17 KiB per weight-1 node: 17.4 MB at 1,000 nodes, built
+	// in about 0.15 s on the 2-core development machine.
 	DefaultVNodes = 2048
 
 	// MaxNodes is the largest member count.
@@ -91,14 +92,15 @@ type Ring struct {
 
 	// The circle (lookup.go describes the layout). points holds one entry
 	// per distinct position, position<<32 | dupFlag | node index, sorted,
-	// between a copy of the last entry (points[0]) and a copy of the first
-	// (points[last+1]), then padding; the entry's node is the lowest node
-	// index at its position, which follows the ID order, so ties break the
-	// same way in every process. dups holds the other points at shared
-	// positions, position<<32 | node index, sorted. table is the prefix
-	// index: table[b] is the index in points of the first entry whose
-	// position's top bits (position >> shift) are >= b, so a search starts
-	// in a bucket of one or two entries. npoints counts every point.
+	// in points[1..last], after a copy of the last entry (points[0]) and
+	// before padding; the entry's node is the lowest node index at its
+	// position, which follows the ID order, so ties break the same way in
+	// every process. dups holds the other points at shared positions,
+	// position<<32 | node index, sorted. table is the prefix index:
+	// table[b] is the index in points of the first entry whose position's
+	// top bits (position >> shift) are >= b; mask keeps the other bits, and
+	// interp says the buckets are big enough to interpolate in (see
+	// indexBits). npoints counts every point, shared positions included.
 	points  []uint64
 	dups    []uint64
 	last    int
