@@ -119,7 +119,8 @@
 //
 // An entry takes 8 bytes (position and node index; the rare points that
 // share a position with another take 8 bytes more each), and the prefix
-// index 2 to 4 bytes per entry up to 1 MiB, then 1/2 to 1 byte. With the
+// index 2 to 4 bytes per entry up to 1 MiB, then less (1/2 to 1 byte past
+// 2^21 entries). With the
 // default 2048 points per weight-1 node, a ring of 10 nodes takes 0.23 MB,
 // of 100 nodes 2.2 MB, of 1,000 nodes 17.4 MB; building one takes about 1
 // ms, 15 ms and 150 ms on the 2-core development machine (BenchmarkNew).
@@ -128,7 +129,7 @@
 // nodes; at 1,000 nodes the ring (17 MB) no longer fits the CPU caches and
 // a lookup waits on memory, 200 to 340 ns all told depending on what else
 // the machine runs (BenchmarkOwner; read it against the baseline and the
-// hash-only figure of the same run). Lookups do not
-// allocate; Owners and the rack-aware and bounded variants do not either
-// while they pass at most 16 nodes.
+// hash-only figure of the same run). Lookups do not allocate; Owners and
+// the rack-aware and bounded variants do not either while they pass at most
+// 16 nodes.
 package ring
