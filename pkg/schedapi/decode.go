@@ -7,15 +7,20 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"strings"
+	"sync"
 )
 
 // DecodeJSON reads exactly one JSON value from r into v, strictly, as the
-// scheduler reads request bodies: an unknown field, a wrong type,
-// malformed JSON, an empty body or data after the value are ErrBadRequest
-// (naming the field or offset); a body over an http.MaxBytesReader limit
-// is ErrTooLarge.
+// scheduler reads request bodies: an unknown field, a field name in
+// another case than the API's ("JOB" for "job": encoding/json alone would
+// accept it), a wrong type, malformed JSON, an empty body or data after
+// the value are ErrBadRequest (naming the field or offset); a body over an
+// http.MaxBytesReader limit is ErrTooLarge.
 func DecodeJSON(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
+	var buf bytes.Buffer
+	dec := json.NewDecoder(io.TeeReader(r, &buf))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
@@ -27,7 +32,96 @@ func DecodeJSON(r io.Reader, v any) error {
 		}
 		return badRequest("unexpected data after the JSON object")
 	}
-	return nil
+	return checkKeyCase(buf.Bytes(), reflect.TypeOf(v))
+}
+
+// checkKeyCase rejects an object key of body that is not exactly one of
+// the JSON field names of t. DisallowUnknownFields has already refused
+// keys that match no field in any case, so a key left that is not an
+// exact name is a case variant of one.
+func checkKeyCase(body []byte, t reflect.Type) error {
+	names := fieldNames(t)
+	dec := json.NewDecoder(bytes.NewReader(body))
+	// One frame per open container; in an object, key says whether a
+	// key comes next (else its value).
+	type frame struct{ object, key bool }
+	var stack []frame
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].key = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return decodeError(err)
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				if n := len(stack); n > 0 && stack[n-1].object {
+					stack[n-1].key = false
+				}
+				stack = append(stack, frame{object: d == '{', key: d == '{'})
+			default:
+				stack = stack[:len(stack)-1]
+				valueDone()
+			}
+			continue
+		}
+		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].key {
+			k, _ := tok.(string)
+			if _, ok := names[k]; !ok {
+				return badRequest("json: unknown field %q (field names are lower case, as in %q)", k, strings.ToLower(k))
+			}
+			stack[n-1].key = false
+			continue
+		}
+		valueDone()
+	}
+}
+
+var fieldNamesCache sync.Map // reflect.Type -> map[string]struct{}
+
+// fieldNames returns the JSON names of the struct fields reachable from t
+// (through pointers, slices, arrays, maps and nested structs).
+func fieldNames(t reflect.Type) map[string]struct{} {
+	if m, ok := fieldNamesCache.Load(t); ok {
+		return m.(map[string]struct{})
+	}
+	m := make(map[string]struct{})
+	seen := make(map[reflect.Type]bool)
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			m[name] = struct{}{}
+			walk(f.Type)
+		}
+	}
+	walk(t)
+	fieldNamesCache.Store(t, m)
+	return m
 }
 
 func decodeError(err error) error {

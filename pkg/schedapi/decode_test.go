@@ -183,3 +183,42 @@ func TestValidateTable(t *testing.T) {
 		}
 	}
 }
+
+// Field names are matched exactly: encoding/json alone would take "JOB"
+// for "job"; the API refuses it as an unknown field, on the fast path and
+// the fallback alike (the fallback runs for any body the fast path does not
+// take, e.g. one with white space inside strings' escapes or odd layout).
+func TestFieldNameCase(t *testing.T) {
+	tests := []struct {
+		name, body string
+		ok         bool
+	}{
+		{"exact", `{"job":"j","task":"t","split":{"uri":"s3://b/k","offset":0,"length":1}}`, true},
+		{"exact, escaped value", `{"job":"j\u0031","task":"t","split":{"uri":"s3://b/k","offset":0,"length":1}}`, true},
+		{"top-level key upper", `{"JOB":"j","task":"t","split":{"uri":"s3://b/k","offset":0,"length":1}}`, false},
+		{"nested key mixed", `{"job":"j","task":"t","split":{"Uri":"s3://b/k","offset":0,"length":1}}`, false},
+		{"value equal to a key name", `{"job":"Split","task":"URI","split":{"uri":"JOB","offset":0,"length":1}}`, true},
+		{"escaped key", `{"j\u006fb":"j","task":"t","split":{"uri":"s3://b/k","offset":0,"length":1}}`, true},
+		{"escaped key upper", `{"\u004aOB":"j","task":"t","split":{"uri":"s3://b/k","offset":0,"length":1}}`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodePlaceRequest([]byte(tc.body))
+			var p PlaceRequest
+			err2 := DecodeJSON(strings.NewReader(tc.body), &p)
+			for _, e := range []error{err, err2} {
+				if tc.ok && e != nil {
+					t.Fatalf("got %v, want it accepted", e)
+				}
+				if !tc.ok && !errors.Is(e, ErrBadRequest) {
+					t.Fatalf("got %v, want ErrBadRequest", e)
+				}
+			}
+		})
+	}
+	// Batch bodies: keys inside the tasks array.
+	body := `{"job":"j","tasks":[{"task":"a","split":{"uri":"s3://b/k","offset":0,"length":1}},{"Task":"b","split":{"uri":"s3://b/k","offset":0,"length":1}}]}`
+	if _, err := DecodePlaceBatchRequest([]byte(body)); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("batch with \"Task\": got %v, want ErrBadRequest", err)
+	}
+}
