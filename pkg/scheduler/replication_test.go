@@ -1,15 +1,14 @@
 package scheduler_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/locuscache/locus/internal/testproc"
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/placement"
 	"github.com/locuscache/locus/pkg/placement/placementtest"
@@ -18,24 +17,6 @@ import (
 	"github.com/locuscache/locus/pkg/scheduler"
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // listed returns n URIs whose first block's preference list of length
 // repl on v starts with owner, and the second node of each list.
@@ -87,7 +68,7 @@ func TestReplicationFromNodes(t *testing.T) {
 				ms[i] = schedulertest.Replication(m, tc.nodes)
 			}
 			views := schedulertest.NewViews(t, ms...)
-			var logs syncBuffer
+			var logs testproc.SyncBuffer
 			s, c := startWith(t, views, func(cfg *scheduler.Config) {
 				cfg.Replication = tc.configured
 				cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
