@@ -97,8 +97,7 @@
 // with code "not_found" (gRPC NOT_FOUND); a task still waiting for its
 // placement is 409. bytes 0 means local+peer+miss; bytes below that sum is
 // 400. In a /v1/complete/batch answer each such task has the error, code
-// and status it alone would have got (the gRPC CompleteBatch, whose
-// results have no code, keeps status 404 for "not found").
+// and status it alone would have got, over gRPC's CompleteBatch too.
 //
 // Bad input is 400 with {"error": ...} naming the problem: malformed JSON,
 // an unknown field, a wrong type, trailing data, an empty job, task or URI,

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -192,14 +191,8 @@ func (g *grpcService) CompleteBatch(ctx context.Context, r *schedulerv1.Complete
 	}
 	out := &schedulerv1.CompleteBatchResponse{Results: make([]*schedulerv1.CompleteResult, len(resp.Results))}
 	for i, x := range resp.Results {
-		st := int32(x.Status)
-		if x.Code == schedapi.CodeNotFound {
-			// The proto's CompleteResult has no code field: its status
-			// keeps 404 for "not found", so gRPC clients can still tell it
-			// from a task's bad byte counts (400).
-			st = http.StatusNotFound
-		}
-		out.Results[i] = &schedulerv1.CompleteResult{Task: x.Task, Locality: localityPB(x.Locality), Error: x.Error, Status: st}
+		out.Results[i] = &schedulerv1.CompleteResult{Task: x.Task, Locality: localityPB(x.Locality), Error: x.Error,
+			Status: int32(x.Status), Code: x.Code}
 	}
 	return out, nil
 }

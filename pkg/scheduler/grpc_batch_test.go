@@ -13,15 +13,14 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/locuscache/locus/pkg/schedapi"
 	"github.com/locuscache/locus/pkg/scheduler"
 	schedulerv1 "github.com/locuscache/locus/proto/scheduler/v1"
 )
 
 // TestGRPCBatchCalls: a deferred PlaceBatch task carries the JSON API's
 // error over gRPC, and CompleteBatch answers per task as POST
-// /v1/complete/batch does, behind the bearer token, except that "not
-// found" keeps status 404 (the proto's result has no code field to tell
-// it from a 400).
+// /v1/complete/batch does (status and code), behind the bearer token.
 func TestGRPCBatchCalls(t *testing.T) {
 	s, hc := startWith(t, threeNodes(t), func(cfg *scheduler.Config) { cfg.AuthToken = "tok" })
 	conn, err := grpc.NewClient(s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -73,10 +72,13 @@ func TestGRPCBatchCalls(t *testing.T) {
 	if err != nil || len(cr.Results) != 4 {
 		t.Fatalf("CompleteBatch: %v, %v", cr, err)
 	}
-	for i, want := range []int32{http.StatusOK, http.StatusOK, http.StatusNotFound, http.StatusNotFound} {
+	for i, want := range []struct {
+		status int32
+		code   string
+	}{{http.StatusOK, ""}, {http.StatusOK, ""}, {http.StatusBadRequest, schedapi.CodeNotFound}, {http.StatusBadRequest, schedapi.CodeNotFound}} {
 		r := cr.Results[i]
-		if r.Task != cb.Tasks[i].Task || r.Status != want {
-			t.Errorf("results[%d] = %v, want task %q status %d", i, r, cb.Tasks[i].Task, want)
+		if r.Task != cb.Tasks[i].Task || r.Status != want.status || r.Code != want.code {
+			t.Errorf("results[%d] = %v, want task %q status %d code %q", i, r, cb.Tasks[i].Task, want.status, want.code)
 		}
 		if ok := r.Status == http.StatusOK; ok != (r.Error == "") || ok != (r.Locality != schedulerv1.Locality_LOCALITY_UNSPECIFIED) {
 			t.Errorf("results[%d] = %v: a locality exactly when there is no error", i, r)

@@ -768,9 +768,13 @@ type CompleteResult struct {
 	// Unspecified when the task was not recorded (error is set).
 	Locality Locality `protobuf:"varint,2,opt,name=locality,proto3,enum=locus.scheduler.v1.Locality" json:"locality,omitempty"`
 	Error    string   `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
-	// The HTTP status the task alone would have got: 200, 404 (unknown job or
-	// task not running), 409 (still queued), 400.
-	Status        int32 `protobuf:"varint,4,opt,name=status,proto3" json:"status,omitempty"`
+	// The HTTP status the task alone would have got: 200, 400 (bad byte
+	// counts, or with code "not_found" an unknown job or a task not running),
+	// 409 (still queued).
+	Status int32 `protobuf:"varint,4,opt,name=status,proto3" json:"status,omitempty"`
+	// The JSON API's machine-readable error code ("not_found", "conflict",
+	// "bad_request", ...); empty when the task was recorded.
+	Code          string `protobuf:"bytes,5,opt,name=code,proto3" json:"code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -831,6 +835,13 @@ func (x *CompleteResult) GetStatus() int32 {
 		return x.Status
 	}
 	return 0
+}
+
+func (x *CompleteResult) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
 }
 
 type CompleteBatchResponse struct {
@@ -1376,12 +1387,13 @@ const file_scheduler_v1_scheduler_proto_rawDesc = "" +
 	"durationMs\"`\n" +
 	"\x14CompleteBatchRequest\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x126\n" +
-	"\x05tasks\x18\x02 \x03(\v2 .locus.scheduler.v1.CompleteTaskR\x05tasks\"\x8c\x01\n" +
+	"\x05tasks\x18\x02 \x03(\v2 .locus.scheduler.v1.CompleteTaskR\x05tasks\"\xa0\x01\n" +
 	"\x0eCompleteResult\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\tR\x04task\x128\n" +
 	"\blocality\x18\x02 \x01(\x0e2\x1c.locus.scheduler.v1.LocalityR\blocality\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x16\n" +
-	"\x06status\x18\x04 \x01(\x05R\x06status\"U\n" +
+	"\x06status\x18\x04 \x01(\x05R\x06status\x12\x12\n" +
+	"\x04code\x18\x05 \x01(\tR\x04code\"U\n" +
 	"\x15CompleteBatchResponse\x12<\n" +
 	"\aresults\x18\x01 \x03(\v2\".locus.scheduler.v1.CompleteResultR\aresults\"&\n" +
 	"\x12JobCountersRequest\x12\x10\n" +
