@@ -2,6 +2,7 @@ package placement_test
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -132,4 +133,82 @@ func TestBatchMaximisesDataLocal(t *testing.T) {
 		t.Error("no instance where the maximum beats greedy: the test is too easy")
 	}
 	t.Logf("%d of 2000 instances needed augmenting paths", beatGreedy)
+}
+
+// TestBatchLadderWithoutWaits: tasks that may step down at once (Wait 0)
+// get a maximum number of DATA_LOCAL placements, then no task goes
+// OTHER_LOCAL while its owner's rack still has a free slot, and no task is
+// left unplaced while any slot is free.
+func TestBatchLadderWithoutWaits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	sawRack, sawOther := 0, 0
+	for iter := range 1000 {
+		nNodes, nRacks, nTasks := 2+rng.IntN(10), 1+rng.IntN(4), rng.IntN(40)
+		p, err := placement.New(placement.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rackOf := map[string]string{}
+		for i := range nNodes {
+			id := fmt.Sprintf("n%d", i)
+			rackOf[id] = fmt.Sprintf("r%d", rng.IntN(nRacks))
+			if _, err := p.UpsertNode(placement.Node{ID: id, Rack: rackOf[id], Slots: 1 + rng.IntN(3)}, time.Unix(0, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		free := map[string]int{}
+		total := 0
+		for _, n := range p.Nodes() {
+			free[n.ID] = n.Slots - n.Used
+			total += free[n.ID]
+		}
+		var tasks []placement.Task
+		for i := range nTasks {
+			tk := placement.Task{Job: "j", ID: fmt.Sprintf("t%d", i)}
+			for range 1 + rng.IntN(2) {
+				tk.Prefer = append(tk.Prefer, fmt.Sprintf("n%d", rng.IntN(nNodes)))
+			}
+			tasks = append(tasks, tk)
+		}
+		wantDL := maxDataLocal(free, tasks)
+		as, err := p.PlaceBatch(tasks, time.Unix(0, 0))
+		if err != nil {
+			t.Fatalf("iter %d: %v", iter, err)
+		}
+		if want := min(nTasks, total); len(as) != want {
+			t.Fatalf("iter %d: %d of %d tasks placed with %d free slots, want %d", iter, len(as), nTasks, total, want)
+		}
+		left := maps.Clone(free)
+		byLoc := map[placement.Locality]int{}
+		for _, a := range as {
+			left[a.Node]--
+			byLoc[a.Locality]++
+			if a.Owner == "" {
+				t.Fatalf("iter %d: %+v has no owner", iter, a)
+			}
+		}
+		if byLoc[placement.DataLocal] != wantDL {
+			t.Fatalf("iter %d: %d DATA_LOCAL, maximum is %d", iter, byLoc[placement.DataLocal], wantDL)
+		}
+		for _, a := range as {
+			if a.Locality != placement.OtherLocal {
+				continue
+			}
+			for id, n := range left {
+				if n > 0 && rackOf[id] == rackOf[a.Owner] {
+					t.Fatalf("iter %d: %s went OTHER_LOCAL (to %s) while %s in its owner's rack %s has %d free slots",
+						iter, a.Task, a.Node, id, rackOf[a.Owner], n)
+				}
+			}
+		}
+		sawRack += byLoc[placement.RackLocal]
+		sawOther += byLoc[placement.OtherLocal]
+		if err := p.Verify(); err != nil {
+			t.Fatalf("iter %d: %v", iter, err)
+		}
+	}
+	if sawRack == 0 || sawOther == 0 {
+		t.Errorf("RACK_LOCAL %d and OTHER_LOCAL %d placements in all: the test never exercised a level", sawRack, sawOther)
+	}
+	t.Logf("%d RACK_LOCAL and %d OTHER_LOCAL placements checked", sawRack, sawOther)
 }
