@@ -30,14 +30,17 @@
 //     scaling; Waldspurger et al., USENIX ATC 2017, as in Caffeine's
 //     MiniSim). For every pair of shadows it tallies the accesses that hit
 //     one and missed the other, decayed by 1% per decision. Decisions come
-//     after size/4 sampled accesses, the interval doubling up to 2 x size.
-//     It switches to the shadow that leads the followed one most when the
-//     lead passes a paired sign test (McNemar: at least 2 standard
-//     deviations, the square root of the accesses the two disagree on) and
-//     pays for the switch: the lead's rate, projected over 30 periods but at
-//     most 4 x the accesses it was measured on, must exceed the number of
-//     keys the new shadow holds that the followed one does not (each is
-//     about one miss for the live cache, which does not store them).
+//     after size/4 sampled accesses, the interval doubling up to 2 x size;
+//     a sampling tuner starts that schedule again when its shadows fill
+//     (until then they hold the same keys). A shadow qualifies when its
+//     lead over the followed one passes a paired sign test (McNemar: at
+//     least 2 standard deviations, the square root of the accesses the two
+//     disagree on) and pays for the switch: the lead's rate, projected over
+//     30 periods but at most 4 x the accesses it was measured on, must
+//     exceed the number of keys the new shadow holds that the followed one
+//     does not (each is about one miss for the live cache, which does not
+//     store them). The tuner switches to the qualifying shadow with the
+//     largest lead, if any (not only to the largest lead overall).
 //   - Following, at most 2048 keys (mirror, default.go): the live policy is
 //     a mirror of the followed shadow. It records the keys the caller
 //     stores; a stored key the shadow evicts becomes doomed (it stays
@@ -235,6 +238,78 @@
 //
 // Synthetic set (TestSyntheticBar, bar 1 point): 1, 1, 1, 1, 2 of 40 points
 // miss for seeds 1 to 5 (before: 2, 2, 2, 1, 2).
+//
+// # Fourth round: diagnosis, and two changes (seeds 1 to 5)
+//
+// The third round's design missed the bar at 6, 7, 7, 6 and 7 of 70 points
+// for seeds 1 to 5 against the median of 5 otter runs (TestSeedSweep; the
+// acceptance run's median of 3 gave 9 for seed 1, gli 50% and multi2 25%
+// by otter's noise), mean +0.286/+0.243/+0.238/+0.284/+0.242, worst -1.85
+// to -2.35; the synthetic set 1, 1, 0, 1, 2 of 40, mean +0.075 to +0.028.
+// A test-only trace of the tuner (TestDiag in tuner_diag_test.go: fixed
+// candidates at full size, the switches, the live cache against each
+// shadow per tenth of the trace, and every decision's lead, sigmas,
+// projection and cost per candidate) sorted each miss by cause:
+//
+//   - (b) switching too late, sampled caches: web07 25% and 50%, web12
+//     50%. The 1% window, the start, is the worst candidate there from the
+//     moment the shadows fill (at a third of web07). At web07 50% the first
+//     decision with a real lead came at 60% of the trace: LRU led most (80
+//     accesses, 4.8 sigmas) but did not pay (320 projected against 426 keys
+//     to load), so the tuner stayed, although the 10% window also led (48,
+//     4.2 sigmas) and did pay (192 against 78). It reached ARC at 90%.
+//     Likewise web12 50% (at 47%: 10% paid, ARC did not). And a sampling
+//     tuner's schedule had reached its full period (4096 sampled accesses,
+//     about 25,000 accesses at web07 50%) while the shadows were still
+//     filling and identical, so the first decisions after they fill came
+//     a whole period late.
+//   - (a) following a real lead that ended, full sampling: cpp 25% (to LRU
+//     at 33%, to ARC at 60%: both real leads; then the mirror loads the new
+//     shadow's keys, 2.5 to 6 points under it for a tenth of the trace),
+//     multi1 25% (to the 10% window at 24% on a 9-sigma lead that reversed;
+//     back at 65%), multi2 25% (seed 5). The cost test priced these
+//     switches right (the loss after each is close to its predicted cost);
+//     the leads did not last. Not fixed.
+//   - (c) sampled shadows mis-estimating: not seen. At web07 and web12 the
+//     sampled shadows rank the candidates as the full-size fixed runs do.
+//   - (d) the live cache lagging: after a sampled switch to ARC, the live
+//     ARC stays 0.4 to 3 points under the ARC shadow for two tenths of
+//     web07 (it keeps the old resident set and turns it over); a part of
+//     web07 25%'s loss, inherent in not loading keys.
+//   - Otherwise: zigzag 25% (the first reversal, as before), sprite 5%,
+//     scan 50% and cs 10% (by seed), gli 50% (otter's noise).
+//
+// Two changes, each measured over seeds 1 to 5:
+//
+//   - Decide among all qualifying shadows: switch to the one with the
+//     largest lead among those whose lead is real and pays, instead of
+//     testing only the largest lead. Alone (seeds 1 to 3): 5, 6, 7 misses,
+//     mean +0.301/+0.248/+0.255; web12 50% passes. Choosing instead by
+//     projected lead minus cost fixed cpp 25% (-1.85 to -0.67) but lost
+//     0.5 to 0.7 points on zigzag (ARC ties LRU on the first reversal and
+//     is cheaper to reach, then falls behind it) and widened zigzag 50%
+//     (-2.85 for seed 2): rejected.
+//   - A sampling tuner restarts its decision schedule (size/4, doubling)
+//     when its shadows first fill. On the synthetic set (seeds 1 to 3): 0,
+//     0, 0 misses, mean +0.138/+0.157/+0.112 (from 1, 1, 0 and +0.075 to
+//     +0.097): synth-mixed 10% (-1.35) and 50% pass. Restarting also at
+//     full sampling: 7, 6, 8 misses on the shared traces (cs 10%, zigzag
+//     50%, multi2 25%: decisions on too few accesses of a small cache):
+//     rejected, a full-sampling tuner keeps its schedule.
+//
+// Result, seeds 1 to 5 (TestSeedSweep, otter's median of 5): 5, 6, 7, 6, 7
+// of 70 points miss (from 6, 7, 7, 6, 7), mean +0.308/+0.250/+0.253/
+// +0.301/+0.249, worst -1.85 to -2.35 (unchanged: cpp 25%, zigzag 50%).
+// web12 50% passes for every seed (-0.19 to -0.36, from -0.29 to -0.67);
+// web07 50% -0.89 to -1.02 (from -0.99 to -1.09), web07 25% -0.69 to
+// -0.91 (from -0.70 to -0.92). Synthetic set: 0, 0, 0, 0, 1 of 40 miss
+// (from 1, 1, 0, 1, 2), mean +0.138/+0.157/+0.112/+0.146/+0.107 (from
+// +0.075/+0.097/+0.078/+0.076/+0.028), worst -1.33 (synth-loop 10%, seed
+// 5, as before). No point's hit ratio fell by more than 0.03 point (seed 1,
+// testdata/results.md against the third round's). Still missing: web07 25%
+// and 50% (the sampled tuner waits for ARC's lead to pay; on a 76,000-
+// access trace it pays late), cpp 25%, multi1 25% (seed 1), multi2 25%
+// (seed 5), zigzag 25% and 50%, sprite 5%, scan 50%, cs 10% (by seed).
 //
 // # Cost
 //

@@ -45,8 +45,8 @@ var (
 	typeSwitchCost = 1.0  // sampled: a switch between W-TinyLFU and ARC costs this many times more
 )
 
-// decisionHook, if set (by tests and experiments), sees every decision
-// before it is taken. Never set in production.
+// decisionHook, if set (by tests and experiments), sees every decision and
+// the candidate it chose, before the switch. Never set in production.
 var decisionHook func(t *tuner, best int)
 
 // shadow is a policy the tuner can simulate and the live cache can follow.
@@ -106,10 +106,11 @@ type tuner struct {
 	curVictims []uint64 // the keys it evicted
 	curHolds   bool     // it holds the key afterwards
 
-	n      int // sampled accesses since the last decision
-	next   int // sampled accesses until the next decision (grows to period)
-	period int // sampled accesses between decisions
-	cur    int // index of the candidate the live cache follows
+	n      int  // sampled accesses since the last decision
+	next   int  // sampled accesses until the next decision (grows to period)
+	period int  // sampled accesses between decisions
+	cur    int  // index of the candidate the live cache follows
+	filled bool // the shadows have been full (they hold the same keys until then)
 }
 
 func newTuner(capacity int, seed uint64) *tuner {
@@ -186,24 +187,29 @@ func (t *tuner) access(key uint64) bool {
 		}
 	}
 	t.acc++
+	if !t.filled && t.shadows[0].Len() >= t.shadows[0].Cap() {
+		// The shadows are full: from now on they disagree. A sampling
+		// cache restarts its schedule of decisions here (it may have
+		// reached a long period while the shadows were filling, telling
+		// them apart on nothing); a full-sampling one fills as early
+		// as its schedule starts anyway.
+		t.filled = true
+		if !t.full {
+			t.n, t.next = 0, max(16, min(t.period, t.shadows[0].Cap()/firstPeriodDiv))
+		}
+	}
 	if t.n++; t.n < t.next {
 		return false
 	}
 	t.n = 0
 	span := float64(t.next)
 	t.next = min(t.period, 2*t.next)
-	best, gain := t.cur, 0.0
-	for i := 0; i < k; i++ {
-		if g := t.wins[i*k+t.cur] - t.wins[t.cur*k+i]; g > gain {
-			best, gain = i, g
-		}
-	}
+	best := t.choose(span)
 	if decisionHook != nil {
 		decisionHook(t, best)
 	}
 	switched := false
-	if best != t.cur && gain > minGain*t.acc && gain > minSigmas*math.Sqrt(t.wins[best*k+t.cur]+t.wins[t.cur*k+best]) &&
-		gain*min(horizon*span/t.acc, maxProjection) > t.switchCost(best) {
+	if best != t.cur {
 		t.cur = best
 		t.curHolds = t.shadows[best].contains(key)
 		switched = true
@@ -213,6 +219,34 @@ func (t *tuner) access(key uint64) bool {
 	}
 	t.acc *= scoreDecay
 	return switched
+}
+
+// choose returns the candidate to follow after a period of span sampled
+// accesses: the shadow with the largest lead over the current one among
+// those whose lead is real (at least minGain of the sampled accesses and
+// minSigmas standard deviations of the paired sign test) and pays for the
+// switch (the lead projected over horizon periods, at most maxProjection
+// times as long as it was measured, exceeds switchCost); the current one if
+// none qualifies. The shadow with the largest lead is often the farthest
+// from the current one, the dearest to switch to: when it does not pay yet,
+// a nearer one whose smaller real lead does is taken now rather than
+// nothing (the third round tested only the largest lead and waited).
+func (t *tuner) choose(span float64) int {
+	k := len(t.shadows)
+	best, lead := t.cur, 0.0
+	for i := 0; i < k; i++ {
+		if i == t.cur {
+			continue
+		}
+		gain := t.wins[i*k+t.cur] - t.wins[t.cur*k+i]
+		if gain <= minGain*t.acc || gain <= minSigmas*math.Sqrt(t.wins[i*k+t.cur]+t.wins[t.cur*k+i]) {
+			continue
+		}
+		if gain > lead && gain*min(horizon*span/t.acc, maxProjection) > t.switchCost(i) {
+			best, lead = i, gain
+		}
+	}
+	return best
 }
 
 // switchCost is the cost, in sampled misses, of following shadow best

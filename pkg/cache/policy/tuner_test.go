@@ -166,3 +166,67 @@ func TestTunerStaysOnSteadyWorkload(t *testing.T) {
 		}
 	}
 }
+
+// TestTunerChoosesALeadThatPays checks the decision rule: when the shadow
+// with the largest lead does not pay for its switch, a shadow with a smaller
+// real lead that does is chosen; a lead under the significance test never
+// is; with no qualifying lead the tuner stays.
+func TestTunerChoosesALeadThatPays(t *testing.T) {
+	tu := newTuner(1000, 1)
+	if !tu.full || len(tu.shadows) != len(candidates) {
+		t.Fatalf("setup: full %v, %d shadows", tu.full, len(tu.shadows))
+	}
+	// Shadow 1 (LRU) holds 500 keys shadow 0 (the current) does not: a
+	// switch to it costs 500 misses; the others hold nothing, cost 0.
+	var v []uint64
+	for k := uint64(1); k <= 500; k++ {
+		v, _ = tu.shadows[1].Insert(mix64(k), v[:0])
+	}
+	if c := tu.switchCost(1); c != 500 {
+		t.Fatalf("switchCost(1) = %v, want 500", c)
+	}
+	k := len(tu.shadows)
+	// set records that shadow i hit win accesses shadow 0 missed, and
+	// missed loss accesses shadow 0 hit.
+	set := func(i int, win, loss float64) { tu.wins[i*k] = win; tu.wins[i] = loss }
+	tu.acc = 10000
+	const span = 1000.0 // projection factor min(30 x 1000 / 10000, 4) = 3
+	for _, tc := range []struct {
+		name          string
+		lru, arc, w10 [2]float64 // wins, losses against shadow 0
+		want          int
+	}{
+		// LRU: lead 150, 12 sigmas, projected 450 < 500: does not pay.
+		// 10%: lead 60, 7.7 sigmas, pays. ARC: lead 90, 1.5 sigmas.
+		{"smaller lead that pays", [2]float64{150, 0}, [2]float64{1800, 1710}, [2]float64{60, 0}, 3},
+		{"largest lead that pays", [2]float64{200, 0}, [2]float64{1800, 1710}, [2]float64{60, 0}, 1},
+		{"none pays or is real", [2]float64{150, 0}, [2]float64{1800, 1710}, [2]float64{5, 0}, 0},
+	} {
+		set(1, tc.lru[0], tc.lru[1])
+		set(2, tc.arc[0], tc.arc[1])
+		set(3, tc.w10[0], tc.w10[1])
+		if got := tu.choose(span); got != tc.want {
+			t.Errorf("%s: choose = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestTunerRestartsScheduleWhenFull checks that a sampling tuner restarts
+// its decision schedule when its shadows fill: until then they hold the
+// same keys and cannot be told apart, and the interval may have grown to
+// the full period.
+func TestTunerRestartsScheduleWhenFull(t *testing.T) {
+	tu := newTuner(20000, 1)
+	if tu.full {
+		t.Fatal("setup: a 20000-key tuner should sample")
+	}
+	size := tu.shadows[0].Cap()
+	for k := uint64(0); !tu.filled; k++ {
+		if key := mix64(k); tu.sampled(key) {
+			tu.access(key)
+		}
+	}
+	if tu.n != 1 || tu.next != size/firstPeriodDiv {
+		t.Errorf("after the shadows filled: n %d, next %d; want 1, %d", tu.n, tu.next, size/firstPeriodDiv)
+	}
+}
