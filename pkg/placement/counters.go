@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -30,20 +31,41 @@ type LevelCounters struct {
 	TaskTime time.Duration `json:"task_time_ns"`
 }
 
-// HitRatio is (local + peer hit bytes) / bytes; 0 when no bytes were read.
+// HitRatio is (local + peer hit bytes) / bytes, at most 1; 0 when no bytes
+// were read.
 func (l LevelCounters) HitRatio() float64 {
 	if l.Bytes == 0 {
 		return 0
 	}
-	return float64(l.LocalHitBytes+l.PeerHitBytes) / float64(l.Bytes)
+	return min((float64(l.LocalHitBytes)+float64(l.PeerHitBytes))/float64(l.Bytes), 1)
 }
 
-// LocalHitRatio is local hit bytes / bytes; 0 when no bytes were read.
+// LocalHitRatio is local hit bytes / bytes, at most 1; 0 when no bytes were
+// read.
 func (l LevelCounters) LocalHitRatio() float64 {
 	if l.Bytes == 0 {
 		return 0
 	}
-	return float64(l.LocalHitBytes) / float64(l.Bytes)
+	return min(float64(l.LocalHitBytes)/float64(l.Bytes), 1)
+}
+
+// satAdd adds two non-negative counts, saturating at math.MaxInt64: a byte
+// or time counter stops at its maximum instead of wrapping negative (which
+// would also make the exported State fail Import's check).
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// addOutcome counts a completed task's outcome (saturating).
+func (l *LevelCounters) addOutcome(o Outcome) {
+	l.Bytes = satAdd(l.Bytes, o.Bytes)
+	l.LocalHitBytes = satAdd(l.LocalHitBytes, o.LocalHit)
+	l.PeerHitBytes = satAdd(l.PeerHitBytes, o.PeerHit)
+	l.MissBytes = satAdd(l.MissBytes, o.Miss)
+	l.TaskTime = time.Duration(satAdd(int64(l.TaskTime), int64(o.Duration)))
 }
 
 func (l *LevelCounters) add(o LevelCounters) {
@@ -51,11 +73,7 @@ func (l *LevelCounters) add(o LevelCounters) {
 	l.Running += o.Running
 	l.Completed += o.Completed
 	l.Lost += o.Lost
-	l.Bytes += o.Bytes
-	l.LocalHitBytes += o.LocalHitBytes
-	l.PeerHitBytes += o.PeerHitBytes
-	l.MissBytes += o.MissBytes
-	l.TaskTime += o.TaskTime
+	l.addOutcome(Outcome{Bytes: o.Bytes, LocalHit: o.LocalHitBytes, PeerHit: o.PeerHitBytes, Miss: o.MissBytes, Duration: o.TaskTime})
 }
 
 func (l *LevelCounters) check() error {

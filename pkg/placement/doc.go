@@ -91,7 +91,7 @@
 //     completed tasks reported, so the hit ratio (local+peer)/bytes can be
 //     read per locality level next to the DATA_LOCAL ratio: a miss by a
 //     DATA_LOCAL task is a caching problem, a low DATA_LOCAL ratio is a
-//     placement problem.
+//     placement problem. They saturate at the largest int64 rather than wrap.
 //
 // Placed = Completed + Running + Lost always holds. Queued is a gauge of
 // tasks not yet placed. Export and Import carry the counters across a

@@ -1037,11 +1037,7 @@ func (p *Placer) Complete(job, id string, o Outcome) (Locality, error) {
 		lc := c.Level(loc)
 		lc.Running--
 		lc.Completed++
-		lc.Bytes += o.Bytes
-		lc.LocalHitBytes += o.LocalHit
-		lc.PeerHitBytes += o.PeerHit
-		lc.MissBytes += o.Miss
-		lc.TaskTime += o.Duration
+		lc.addOutcome(o)
 	}
 	p.forget(t)
 	return loc, nil
