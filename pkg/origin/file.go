@@ -151,7 +151,7 @@ func (s *FileStore) open(uri string) (*os.File, error) {
 	if err := s.checkLinks(uri, rel); err != nil {
 		return nil, err
 	}
-	f, err := s.dir.Open(rel)
+	f, err := s.dir.OpenFile(rel, openFlags, 0)
 	if err != nil {
 		return nil, s.mapErr(uri, err)
 	}
