@@ -61,7 +61,9 @@ type Config struct {
 	// prefix its keys are appended to: {"lake": "s3://prod-lake/tables/"}
 	// serves /lake/a/b.parquet from s3://prod-lake/tables/a/b.parquet, and
 	// {"local": "file:///data/lake/"} serves files (FileStore's root rules
-	// still apply: a key with ".." is refused with 403). When Buckets is
+	// still apply). A key or listing prefix with a ".." segment is refused
+	// with 403 for every mapped bucket, so no origin that resolves dot
+	// segments can serve it from outside the prefix. When Buckets is
 	// empty (the default), every bucket maps to itself:
 	// /{bucket}/{key} → s3://{bucket}/{key}. When it is not, any other
 	// bucket answers 404 NoSuchBucket. Each prefix must end in "/".

@@ -15,7 +15,9 @@
 // # Addressing
 //
 // Path style only: /{bucket}/{key} names s3://{bucket}/{key}, or, with
-// Config.Buckets, any URI prefix (including file:// trees). Virtual-hosted
+// Config.Buckets, any URI prefix (including file:// trees); a mapped
+// bucket's keys cannot leave its prefix (a ".." segment is 403, since
+// POSIX-backed S3 stores resolve it). Virtual-hosted
 // style (bucket.host/key) is not supported: point clients at the gateway
 // with path-style addressing (the AWS CLI's addressing_style = path,
 // rclone's force_path_style, s3cmd's host_bucket without %(bucket)s);

@@ -106,6 +106,29 @@ func (g *Gateway) prefixFor(bucket string) (string, bool) {
 	return p, ok
 }
 
+// escapesPrefix reports whether key (or a listing prefix) could leave its
+// mapped bucket's URI prefix: with Config.Buckets set, a ".." path segment
+// is refused, because some S3-compatible stores (POSIX-backed ones such as
+// versitygw) resolve it and would serve /lake/../x from outside the prefix
+// that "lake" maps to. Without a mapping every bucket is itself and ".." is
+// an ordinary key character, as on AWS.
+func (g *Gateway) escapesPrefix(key string) bool {
+	if len(g.cfg.Buckets) == 0 {
+		return false
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		if seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+func errEscapesPrefix(bucket, key string) s3Error {
+	return s3Error{Status: http.StatusForbidden, Code: "AccessDenied",
+		Message: "Access Denied: key or prefix " + strconv.Quote(key) + " has a \"..\" segment, which could leave the prefix bucket " + strconv.Quote(bucket) + " maps to"}
+}
+
 // fail writes e and logs the request: server-side failures at Warn, client
 // errors at Debug.
 func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rid string, e s3Error, cause error) {
@@ -124,6 +147,10 @@ func (g *Gateway) object(w http.ResponseWriter, r *http.Request, rid, bucket, ke
 	prefix, ok := g.prefixFor(bucket)
 	if !ok {
 		g.fail(w, r, rid, errNoSuchBucket(bucket), nil)
+		return
+	}
+	if g.escapesPrefix(key) {
+		g.fail(w, r, rid, errEscapesPrefix(bucket, key), nil)
 		return
 	}
 	uri := objectURI(prefix, key)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -563,5 +564,75 @@ func TestDirectoryKey(t *testing.T) {
 	}
 	if w := f.do("GET", "/bkt/obj"); w.Code != 400 {
 		t.Fatalf("GET with an invalid URI: %d, want 400", w.Code)
+	}
+}
+
+// TestBucketMappingDotDot: a mapped bucket's keys stay under its prefix.
+// Some S3-compatible stores (versitygw's posix backend, for one) resolve
+// ".." segments in a key, so /lake/../secret with lake=s3://bkt/dir/ would
+// read s3://bkt/secret; the gateway refuses such keys and listing prefixes
+// (403, as FileStore does for file:// prefixes) before the origin sees them.
+func TestBucketMappingDotDot(t *testing.T) {
+	m := origintest.NewMemStore()
+	m.Put("s3://bkt/secret", []byte("secret"))
+	m.Put("s3://bkt/dir/ok..name", []byte("dots"))
+	var asked []string
+	// A store that resolves dot segments the way a POSIX-backed one does.
+	clean := func(uri string) string {
+		u, _ := strings.CutPrefix(uri, "s3://")
+		return "s3://" + path.Clean(u)
+	}
+	be := StoreBackend{Store: m}
+	gw, err := New(Config{
+		Backend: backendFunc{
+			stat: func(uri string) (origin.Info, error) {
+				asked = append(asked, uri)
+				return be.Stat(context.Background(), clean(uri))
+			},
+			read: func(req readpath.Request, emit func([]byte) error) (readpath.Summary, error) {
+				asked = append(asked, req.URI)
+				req.URI = clean(req.URI)
+				return be.Read(context.Background(), req, emit)
+			},
+		},
+		Lister:  m,
+		Buckets: map[string]string{"lake": "s3://bkt/dir/"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(method, target string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		gw.ServeHTTP(w, httptest.NewRequest(method, target, nil))
+		return w
+	}
+	for _, tc := range []struct {
+		method, target string
+	}{
+		{"GET", "/lake/../secret"},
+		{"HEAD", "/lake/../secret"},
+		{"GET", "/lake/%2e%2e/secret"},
+		{"GET", "/lake/%2E%2E/secret"},
+		{"GET", "/lake/x/../../secret"},
+		{"GET", "/lake/..%2fsecret"},
+		{"GET", "/lake?list-type=2&prefix=../"},
+		{"GET", "/lake?prefix=x/../../"},
+	} {
+		asked = nil
+		w := do(tc.method, tc.target)
+		if w.Code != http.StatusForbidden || w.Body.String() == "secret" {
+			t.Errorf("%s %s: status %d body %q, want 403", tc.method, tc.target, w.Code, w.Body)
+			continue
+		}
+		if tc.method == "GET" && parseError(t, w.Body.Bytes()).Code != "AccessDenied" {
+			t.Errorf("%s %s: body %s, want AccessDenied", tc.method, tc.target, w.Body)
+		}
+		if len(asked) != 0 {
+			t.Errorf("%s %s: the origin was asked for %q", tc.method, tc.target, asked)
+		}
+	}
+	// Dots inside a segment are ordinary key characters.
+	if w := do("GET", "/lake/ok..name"); w.Code != 200 || w.Body.String() != "dots" {
+		t.Errorf("GET /lake/ok..name: status %d body %q, want 200 dots", w.Code, w.Body)
 	}
 }

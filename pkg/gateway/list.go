@@ -191,6 +191,10 @@ type commonPrefix struct {
 func (g *Gateway) listObjects(w http.ResponseWriter, r *http.Request, rid, bucket, bucketPrefix string, q url.Values) {
 	v2 := q.Get("list-type") == "2"
 	prefix, delim := q.Get("prefix"), q.Get("delimiter")
+	if g.escapesPrefix(prefix) {
+		g.fail(w, r, rid, errEscapesPrefix(bucket, prefix), nil)
+		return
+	}
 	maxKeys := maxListKeys
 	if s := q.Get("max-keys"); s != "" {
 		n, err := strconv.Atoi(s)
