@@ -64,7 +64,7 @@
 //	POST /v1/place/batch      {"job","tasks":[{"task","split"}...],"wait_ms"} → {"placements":[...]}
 //	POST /v1/complete         {"job","task","bytes","local_hit_bytes","peer_hit_bytes","miss_bytes","duration_ms"}
 //	POST /v1/complete/batch   {"job","tasks":[{"task","bytes",...}...]} → {"results":[...]}  (an addition)
-//	GET  /v1/jobs/{job}       JobCounters: DATA_LOCAL_TASKS, RACK_LOCAL_TASKS, OTHER_LOCAL_TASKS, hit_ratio, hit_ratio_by_locality, ...
+//	GET  /v1/jobs/{job}       JobCounters (a job name may hold "/"): DATA_LOCAL_TASKS, RACK_LOCAL_TASKS, OTHER_LOCAL_TASKS, hit_ratio, hit_ratio_by_locality, ...
 //	GET  /v1/counters         the same over every job
 //	GET  /v1/jobs             {"jobs":[...]}
 //	GET  /v1/ring             RingStatus: members with rack, state, slots in use, capacity, share; epoch

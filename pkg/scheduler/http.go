@@ -79,8 +79,13 @@ func (s *Scheduler) newHandler() http.Handler {
 		}
 		return encoded(schedapi.AppendCompleteBatchResponse(make([]byte, 0, 64*len(resp.Results)+32), &resp)), nil
 	})
-	get("/v1/jobs/{job}", "counters", func(w http.ResponseWriter, r *http.Request) (any, error) {
-		return s.JobCounters(r.Context(), r.PathValue("job"))
+	// {job...}: a job name may contain "/" (sent escaped as %2F or not).
+	get("/v1/jobs/{job...}", "counters", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		job := r.PathValue("job")
+		if job == "" { // "" would be every job: that is GET /v1/counters
+			return nil, badRequest("empty job name (GET /v1/jobs lists the jobs, GET /v1/counters sums them)")
+		}
+		return s.JobCounters(r.Context(), job)
 	})
 	get("/v1/jobs", "jobs", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		jobs, err := s.Jobs(r.Context())
@@ -118,13 +123,35 @@ func (s *Scheduler) newHandler() http.Handler {
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// Routing, not bad input: stays 404, with a code of its own so that
-		// clients do not read it as an unknown job.
-		writeJSON(w, http.StatusNotFound, schedapi.ErrorResponse{
-			Error: "no such endpoint: " + r.Method + " " + r.URL.Path + " (see GET /v1/ring, POST /v1/place, ...)",
-			Code:  schedapi.CodeNoEndpoint,
-		})
+		// clients do not read it as an unknown job. (This catch-all takes
+		// every method, so ServeMux's own 405 never happens: a path served
+		// with other methods gets an Allow header and says so here.)
+		msg := "no such endpoint: " + r.Method + " " + r.URL.Path
+		if allow := allowedMethods(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			msg += " (" + r.URL.Path + " takes " + strings.Join(allow, ", ") + ")"
+		} else {
+			msg += " (see GET /v1/ring, POST /v1/place, ...)"
+		}
+		writeJSON(w, http.StatusNotFound, schedapi.ErrorResponse{Error: msg, Code: schedapi.CodeNoEndpoint})
 	})
 	return mux
+}
+
+// allowedMethods returns the methods other than r's that mux serves r's
+// path with (not by its catch-all "/").
+func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if m == r.Method {
+			continue
+		}
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 // api wraps an API call: bearer-token check for mutating calls, the body

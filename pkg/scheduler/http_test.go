@@ -107,6 +107,10 @@ func TestBadInput(t *testing.T) {
 		{"counters: unknown job", "GET", "/v1/jobs/nope", ``, 400, "nope", schedapi.CodeNotFound},
 		{"counters: unknown job, escaped name", "GET", "/v1/jobs/no%2Fsuch%20job", ``, 400, `"no/such job"`, schedapi.CodeNotFound},
 		{"unknown endpoint", "GET", "/v1/nothing", ``, 404, "no such endpoint", schedapi.CodeNoEndpoint},
+		{"counters: unknown job with a slash", "GET", "/v1/jobs/no/such", ``, 400, `"no/such"`, schedapi.CodeNotFound},
+		{"counters: empty job", "GET", "/v1/jobs/", ``, 400, "empty job", schedapi.CodeBadRequest},
+		{"wrong method", "GET", "/v1/place", ``, 404, "/v1/place takes POST", schedapi.CodeNoEndpoint},
+		{"wrong method on a GET path", "POST", "/v1/jobs/j", `{}`, 404, "takes GET", schedapi.CodeNoEndpoint},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -287,3 +291,38 @@ func TestStatusEndpoints(t *testing.T) {
 // Keep the test binary's helpers referenced (os, filepath, fmt, membership
 // are used by other test files of this package).
 var _ = []any{os.Getpid, filepath.Join, fmt.Sprint, membership.StateAlive}
+
+// TestRouting: a job name with "/" is served under /v1/jobs/ escaped or
+// not, and a known path asked with the wrong method names the methods it
+// takes in the message and an Allow header.
+func TestRouting(t *testing.T) {
+	_, c := startWith(t, threeNodes(t), nil)
+	ctx := context.Background()
+	if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "q1/stage-2", Task: "t", Split: split("s3://b/k")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/jobs/q1/stage-2", "/v1/jobs/q1%2Fstage-2"} {
+		var jc schedapi.JobCounters
+		if err := c.Do(ctx, "GET", path, nil, &jc); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		if jc.Job != "q1/stage-2" || jc.Running != 1 {
+			t.Errorf("GET %s: job %q running %d, want q1/stage-2 running 1", path, jc.Job, jc.Running)
+		}
+	}
+	for _, tc := range []struct{ method, path, allow string }{
+		{"GET", "/v1/place", "POST"},
+		{"PUT", "/v1/complete/batch", "POST"},
+		{"DELETE", "/v1/ring", "GET"},
+		{"GET", "/v1/nothing", ""},
+	} {
+		err := c.Do(ctx, tc.method, tc.path, nil, nil)
+		var se *schedulertest.StatusError
+		if !errors.As(err, &se) || se.Code != 404 || se.Body.Code != schedapi.CodeNoEndpoint {
+			t.Fatalf("%s %s: %v, want 404 no_endpoint", tc.method, tc.path, err)
+		}
+		if got := se.Header.Get("Allow"); got != tc.allow {
+			t.Errorf("%s %s: Allow %q, want %q", tc.method, tc.path, got, tc.allow)
+		}
+	}
+}
