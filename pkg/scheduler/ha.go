@@ -266,7 +266,9 @@ func (h *ha) lead(ctx context.Context, sess *concurrency.Session, el *concurrenc
 	if err != nil {
 		return err
 	}
+	imported := true
 	if err := p.Import(state); err != nil {
+		imported = false
 		h.s.log.Error("scheduler: persisted counters do not import; keeping the global counters only", "err", err)
 		p, _ = placement.New(h.s.cfg.Placement)
 		if err := p.Import(placement.State{Version: placement.StateVersion, Global: state.Global}); err != nil {
@@ -290,6 +292,9 @@ func (h *ha) lead(ctx context.Context, sess *concurrency.Session, el *concurrenc
 	t := g.Total()
 	if err := h.s.install(p); err != nil {
 		return err
+	}
+	if imported {
+		h.markImportChanges(state)
 	}
 	h.s.log.Info("scheduler: elected leader; placing", "jobs", len(state.Jobs), "placed", t.Placed, "completed", t.Completed, "lost", t.Lost)
 
@@ -317,6 +322,29 @@ func (h *ha) lead(ctx context.Context, sess *concurrency.Session, el *concurrenc
 		h.s.log.Warn("scheduler: no longer the leader", "reason", why)
 	}
 	return nil
+}
+
+// markImportChanges marks dirty the counters Import changed (the last
+// term's running tasks became lost, its queued ones gone): persisting them
+// at once, rather than when the job next changes, keeps what followers
+// read from etcd equal to what this leader serves.
+func (h *ha) markImportChanges(st placement.State) {
+	changed := func(c placement.Counters) bool {
+		return c.Queued != 0 || c.DataLocal.Running != 0 || c.RackLocal.Running != 0 || c.OtherLocal.Running != 0
+	}
+	s := h.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for job, c := range st.Jobs {
+		if changed(c) {
+			s.markDirtyLocked(job)
+		}
+	}
+	if changed(st.Global) && !s.dirtyGlobal {
+		s.dirtyGlobal = true
+		s.seq.Add(1)
+		h.kickPersist()
+	}
 }
 
 // ensureConfig writes the cluster config from this scheduler's flags when

@@ -149,6 +149,30 @@ func TestHAFailover(t *testing.T) {
 	if _, err := fc.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: resp.Placements[5].Task, Bytes: 1}); statusOf(err) != 400 || codeOf(err) != schedapi.CodeNotFound {
 		t.Errorf("complete of a task of the old leader: %v, want 400 not_found", err)
 	}
+	// The new leader counted the old term's running tasks lost when it
+	// loaded the counters; it persists that although job j has not
+	// changed since, so a follower (reading etcd) agrees with it.
+	third := schedulertest.Start(t, scheduler.Config{
+		NodeID: "sched-2", Membership: views,
+		Etcd: scheduler.EtcdConfig{Endpoints: e.Endpoints, SessionTTL: 2 * time.Second, Prefix: "/" + t.Name() + "/"},
+	})
+	tc := schedulertest.NewClient(third.HTTPAddr())
+	for _, job := range []string{"j", ""} {
+		want, err := fc.Counters(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got schedapi.JobCounters
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if got, err = tc.Counters(ctx, job); err == nil && sameCounters(want, got, false) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("job %q: the new follower reads %+v (%v) from etcd, the new leader serves %+v", job, got, err, want)
+				break
+			}
+		}
+	}
 	// The new leader places.
 	if _, err := fc.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "new", Split: split("u")}); err != nil {
 		t.Errorf("new leader place: %v", err)
