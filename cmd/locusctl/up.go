@@ -59,7 +59,7 @@ Flags:
   --block-size SIZE     cluster block size, the same on nodes and scheduler
                         (default 512KiB, so the dataset spreads over the nodes)
   --slots N             executor slots per node (default 4)
-  --wait D              each task's locality wait (default 500ms)
+  --wait D              each task's locality wait (default 500ms; 0: none)
   --batch               place each pass with one PlaceBatch call (and
                         resubmit what it deferred) instead of one Place per
                         task: the batch's tasks run only once it returns, so
@@ -170,9 +170,14 @@ func upMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if o.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
+	// localcluster reads a zero wait as its default: "none" is negative.
+	wait := o.wait
+	if wait == 0 {
+		wait = -1
+	}
 	fmt.Fprintf(stdout, "Starting a local Locus cluster in %s\n", dir)
 	c, err := localcluster.Start(ctx, localcluster.Config{
-		Dir: dir, BlockSize: o.blockSize, Slots: o.slots, LocalityWait: o.wait,
+		Dir: dir, BlockSize: o.blockSize, Slots: o.slots, LocalityWait: wait,
 		HTTPPortBase: o.httpPortBase, Logger: logger, Progress: stdout,
 	})
 	if err != nil {
@@ -214,7 +219,7 @@ func upMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		return err
 	}
 	defer cl.Close()
-	w := &localcluster.Workload{Scheduler: sc, Client: cl, Plan: plan, Wait: o.wait, Batch: o.batch}
+	w := &localcluster.Workload{Scheduler: sc, Client: cl, Plan: plan, Wait: wait, Batch: o.batch}
 
 	how := "one Place per task"
 	if o.batch {

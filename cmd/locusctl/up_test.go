@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -137,6 +139,55 @@ func TestUpUntilSignal(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(dir, "data", "lake", "events", "*.parquet"))
 	if len(files) != 2 {
 		t.Errorf("%d Parquet files in %s, want 2 (6 row groups, 4 per file)", len(files), dir)
+	}
+}
+
+// TestUpZeroWait: --wait 0s means no locality wait, as the workload line
+// says, for the scheduler too (localcluster reads 0 as its 500ms default).
+func TestUpZeroWait(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr testproc.SyncBuffer
+	errc := make(chan error, 1)
+	go func() {
+		errc <- upMain(ctx, []string{"--wait", "0s", "--passes", "1", "--tasks", "4", "--rows", "400"}, &stdout, &stderr)
+	}()
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(stdout.String(), "Press Ctrl-C") {
+		select {
+		case err := <-errc:
+			t.Fatalf("up returned before waiting: %v\n%s%s", err, stdout.String(), stderr.String())
+		case <-deadline:
+			t.Fatalf("up not running within 30s:\n%s", stdout.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "locality wait 0s") {
+		t.Errorf("the workload line does not say locality wait 0s:\n%s", out)
+	}
+	m := regexp.MustCompile(`JSON API (http://\S+?)/?\s`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no scheduler URL in the output:\n%s", out)
+	}
+	resp, err := http.Get(m[1] + "/v1/ring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ring struct {
+		LocalityWaitMS int64 `json:"locality_wait_ms"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&ring)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ring.LocalityWaitMS != 0 {
+		t.Errorf("the scheduler's locality wait is %dms, want none", ring.LocalityWaitMS)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("up after Ctrl-C: %v\n%s", err, stderr.String())
 	}
 }
 

@@ -70,7 +70,8 @@ type Config struct {
 	// pass hits wherever in the list its tasks run and the origin serves
 	// each page once. 1..membership.MaxReplication.
 	Replication int
-	// LocalityWait is the scheduler's --locality-wait (default 500ms).
+	// LocalityWait is the scheduler's --locality-wait (default 500ms;
+	// negative: no wait, as scheduler.NoLocalityWait).
 	LocalityWait time.Duration
 	// HTTPPortBase, if set, fixes the HTTP ports: the scheduler's API on
 	// HTTPPortBase, node i's HTTP (metrics, S3 gateway) on HTTPPortBase+1+i.
@@ -288,7 +289,7 @@ func (c *Cluster) startScheduler(ctx context.Context, join []string) error {
 		HTTPAddr:     c.httpAddr(0),
 		GRPCAddr:     "127.0.0.1:0",
 		BlockSize:    c.cfg.BlockSize,
-		LocalityWait: c.cfg.LocalityWait,
+		LocalityWait: max(c.cfg.LocalityWait, scheduler.NoLocalityWait),
 		MaxQueueWait: 10 * time.Second,
 		Logger:       c.cfg.Logger,
 	})

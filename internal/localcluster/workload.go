@@ -63,8 +63,9 @@ type Workload struct {
 	Scheduler *client.Scheduler
 	Client    *client.Client
 	Plan      *Plan
-	// Wait is each task's locality wait (default 500ms): how long it may
-	// wait for a slot on its split's owner before going rack-local.
+	// Wait is each task's locality wait (default 500ms; negative: no
+	// wait): how long it may wait for a slot on its split's owner before
+	// going rack-local.
 	Wait time.Duration
 	// Batch places each pass's tasks with PlaceBatch instead of one Place
 	// per task. A batch returns only when every task is placed or no slot
@@ -131,8 +132,11 @@ type taskResult struct {
 // resubmitted as soon as a running task completes.
 func (w *Workload) RunPass(ctx context.Context, job string) (PassResult, error) {
 	wait := w.Wait
-	if wait == 0 {
+	switch {
+	case wait == 0:
 		wait = DefaultLocalityWait
+	case wait < 0:
+		wait = client.NoWait
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
