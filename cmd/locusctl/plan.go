@@ -100,6 +100,7 @@ type planOptions struct {
 	tokenFile             string
 	gossipAddr, keyFile   string
 	nodes                 int
+	nodesSet              bool
 	blockSize             int64
 	replication           int
 	asJSON, sniff         bool
@@ -150,9 +151,10 @@ func parsePlan(args []string, stderr io.Writer) (planOptions, error) {
 	fs.Visit(func(f *flag.Flag) {
 		o.blockSizeSet = o.blockSizeSet || f.Name == "block-size"
 		o.replSet = o.replSet || f.Name == "replication"
+		o.nodesSet = o.nodesSet || f.Name == "nodes"
 	})
 	sources := 0
-	for _, set := range []bool{o.schedulerURL != "", o.join != "", o.nodes != 0} {
+	for _, set := range []bool{o.schedulerURL != "", o.join != "", o.nodesSet} {
 		if set {
 			sources++
 		}
@@ -164,7 +166,7 @@ func parsePlan(args []string, stderr io.Writer) (planOptions, error) {
 		return o, usageErrorf("one URI at a time, got %q", rest)
 	case sources > 1:
 		return o, usageErrorf("give at most one of --scheduler, --join and --nodes")
-	case o.nodes < 0 || o.nodes > ring.MaxNodes:
+	case o.nodesSet && (o.nodes < 1 || o.nodes > ring.MaxNodes):
 		return o, usageErrorf("--nodes must be 1 to %d, got %d", ring.MaxNodes, o.nodes)
 	case o.blockSizeSet && o.blockSize <= 0:
 		return o, usageErrorf("--block-size must be positive")

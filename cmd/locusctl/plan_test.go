@@ -283,6 +283,8 @@ func TestPlanBadArguments(t *testing.T) {
 		{fileURI(dir + "/"), fileURI(dir + "/x/")},
 		{fileURI(dir + "/"), "--nodes", "3", "--scheduler", "http://127.0.0.1:1"},
 		{fileURI(dir + "/"), "--nodes", "-1"},
+		{fileURI(dir + "/"), "--nodes", "0"},
+		{fileURI(dir + "/"), "--nodes", "0", "--scheduler", "http://127.0.0.1:1"},
 		{fileURI(dir + "/"), "--replication", "0"},
 		{fileURI(dir + "/"), "--block-size", "0"},
 		{fileURI(dir + "/"), "--concurrency", "0"},
