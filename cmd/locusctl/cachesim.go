@@ -35,7 +35,7 @@ func runCacheSim(args []string, stdout, stderr io.Writer) error {
 	fracs := fs.String("capacity-frac", "", "cache capacity as a fraction of the trace's distinct keys, or a comma-separated list (e.g. 0.01,0.1,0.5)")
 	pols := fs.String("policy", "", "comma-separated policies (default all: "+strings.Join(sim.PolicyNames(), ",")+")")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	seed := fs.Uint64("seed", 1, "seed of the policies that take one (the default policy's hashes and tie-breaks)")
+	seed := fs.Uint64("seed", 1, "seed of the policies that take one (the default policy's hashes and tie-breaks; not wtinylfu's)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -145,7 +145,9 @@ code, no disk) and prints each policy's hit ratio at each capacity:
   locus     the default policy (W-TinyLFU with a window tuned by miniature simulation)
   lru       least recently used, the baseline
   arc       ARC (hashicorp/golang-lru/arc/v2)
-  wtinylfu  adaptive W-TinyLFU (maypok86/otter/v2, synchronous maintenance)
+  wtinylfu  adaptive W-TinyLFU (maypok86/otter/v2, synchronous maintenance);
+            otter seeds its hashes at random and --seed cannot set them, so
+            its ratios vary between runs (by a few points on tiny caches)
   belady    the offline optimum, an upper bound for every policy
 
 Flags:
