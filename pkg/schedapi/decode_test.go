@@ -172,6 +172,13 @@ func TestValidateTable(t *testing.T) {
 		{"wait at limit", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "u", Length: 1}, WaitMS: 60000}, true},
 		{"wait over limit", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "u", Length: 1}, WaitMS: 60001}, false},
 		{"negative wait", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "u", Length: 1}, WaitMS: -5}, true},
+		// GET /v1/jobs/.. is cleaned to /v1 before routing: such a job
+		// could be placed but never read back.
+		{"job ..", PlaceRequest{Job: "..", Task: "t", Split: Split{URI: "u", Length: 1}}, false},
+		{"job .", PlaceRequest{Job: ".", Task: "t", Split: Split{URI: "u", Length: 1}}, false},
+		{"job ...", PlaceRequest{Job: "...", Task: "t", Split: Split{URI: "u", Length: 1}}, true},
+		{"job a/..", PlaceRequest{Job: "a/..", Task: "t", Split: Split{URI: "u", Length: 1}}, true},
+		{"task ..", PlaceRequest{Job: "j", Task: "..", Split: Split{URI: "u", Length: 1}}, true},
 	}
 	for _, tc := range cases {
 		err := tc.req.Validate(time.Minute)

@@ -7,7 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// Limits on names in requests.
+// Limits on names in requests: non-empty valid UTF-8 up to MaxNameLen
+// bytes; a job may not be "." or ".." (GET /v1/jobs/{job} could not name
+// it).
 const (
 	MaxNameLen = 256  // job and task ids, bytes
 	MaxURILen  = 4096 // split URIs, bytes
@@ -25,6 +27,10 @@ func checkName(what, s string) error {
 		return badRequest("%s is %d bytes, the limit is %d", what, len(s), MaxNameLen)
 	case !utf8.ValidString(s):
 		return badRequest("%s is not valid UTF-8", what)
+	case what == "job" && (s == "." || s == ".."):
+		// HTTP clients and servers resolve a "." or ".." path segment:
+		// GET /v1/jobs/.. would never reach the job.
+		return badRequest("job %q cannot be named in GET /v1/jobs/{job}: use another name", s)
 	}
 	return nil
 }
