@@ -108,6 +108,12 @@ func (c *Config) validate() error {
 		if !strings.HasSuffix(p, "/") || !strings.Contains(p, "://") {
 			return fmt.Errorf("%w: Buckets[%q] = %q: want a URI prefix ending in \"/\", such as s3://bucket/ or file:///data/", ErrInvalidConfig, b, p)
 		}
+		// Every key is appended to the prefix, so a prefix that is not a
+		// valid URI (unknown scheme, bad bucket name, "//") would fail every
+		// request of the bucket; say so at startup instead.
+		if _, err := origin.ParseURI(p); err != nil {
+			return fmt.Errorf("%w: Buckets[%q]: %w", ErrInvalidConfig, b, err)
+		}
 	}
 	switch {
 	case c.MaxVersionRetries == 0:

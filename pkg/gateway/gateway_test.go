@@ -475,9 +475,23 @@ func TestConfigValidate(t *testing.T) {
 		{Backend: be, Buckets: map[string]string{"b": "s3://x"}},
 		{Backend: be, Buckets: map[string]string{"b": "bucket/"}},
 		{Backend: be, Buckets: map[string]string{"a/b": "s3://x/"}},
+		{Backend: be, Buckets: map[string]string{"b": "http://x/"}},
+		{Backend: be, Buckets: map[string]string{"b": "S3://bkt/"}},
+		{Backend: be, Buckets: map[string]string{"b": "s3://x/"}},           // bucket name too short for S3
+		{Backend: be, Buckets: map[string]string{"b": "file://host/data/"}}, // file URIs name local paths
 	} {
 		if _, err := New(cfg); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("New(%+v) error %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+}
+
+// TestConfigValidateGood: the prefixes the docs show are accepted.
+func TestConfigValidateGood(t *testing.T) {
+	be := StoreBackend{Store: origintest.NewMemStore()}
+	for _, p := range []string{"s3://bkt/", "s3://bkt/dir/sub/", "file:///", "file:///data/lake/"} {
+		if _, err := New(Config{Backend: be, Buckets: map[string]string{"b": p}}); err != nil {
+			t.Errorf("Buckets {b: %q}: %v", p, err)
 		}
 	}
 }
