@@ -152,7 +152,8 @@
 // proxy them to the leader with --forward-to-leader. Reads work on
 // followers: the ring from their own gossip, counters and the job list
 // from etcd. /readyz is 200 on the leader and on a forwarding follower
-// that knows the leader, 503 on other followers, so a load balancer sends
+// that knows the leader, 503 on other followers (and on a leader whose
+// block size differs from the cache nodes'), so a load balancer sends
 // calls to a scheduler that can serve them.
 //
 // Counters are persisted before a call that changed them is answered, so

@@ -225,7 +225,22 @@ func TestBlockSizeMismatch(t *testing.T) {
 	if statusOf(err) != 503 || !strings.Contains(err.Error(), "--block-size=67108864") {
 		t.Errorf("got %v, want 503 naming --block-size=67108864", err)
 	}
+	// It is not ready (a load balancer must not send it placements), and
+	// its ring shows the block size it would place with, not 0.
+	var ready struct {
+		Ready  bool   `json:"ready"`
+		Reason string `json:"reason"`
+	}
+	if err := c.Do(context.Background(), "GET", "/readyz", nil, &ready); statusOf(err) != 503 {
+		t.Errorf("/readyz: %v (%+v), want 503", err, ready)
+	}
+	if r, err := c.Ring(context.Background()); err != nil || r.BlockSize != 128<<20 {
+		t.Errorf("ring block size %d (%v), want the configured 128 MiB", r.BlockSize, err)
+	}
 	_, c = startWith(t, schedulertest.NewViews(t, n), nil)
+	if err := c.Do(context.Background(), "GET", "/readyz", nil, &ready); err != nil || !ready.Ready {
+		t.Errorf("/readyz without --block-size: %v %+v, want ready", err, ready)
+	}
 	if _, err := c.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("u")}); err != nil {
 		t.Errorf("without --block-size: %v", err)
 	}

@@ -176,7 +176,8 @@ func (s *Scheduler) Leader() (LeaderInfo, bool) {
 
 // Ready reports whether the scheduler serves placements here (/readyz):
 // started, not stopping, and the leader (or a follower that forwards to a
-// known leader).
+// known leader); a leader whose block size differs from the cache nodes'
+// (which fails every placement) is not ready, the reason says why.
 func (s *Scheduler) Ready() (bool, string) {
 	switch {
 	case !s.ready.Load():
@@ -184,6 +185,9 @@ func (s *Scheduler) Ready() (bool, string) {
 	case s.stopping.Load():
 		return false, "shutting down"
 	case s.IsLeader():
+		if err := s.blockSizeError(); err != nil {
+			return false, err.Error()
+		}
 		return true, "leader"
 	}
 	l, ok := s.Leader()
@@ -229,6 +233,16 @@ func (s *Scheduler) blockSize(view *membership.View, st *Settings) (int64, error
 		return cluster, nil
 	}
 	return membership.DefaultBlockSize, nil
+}
+
+// blockSizeError is the error every placement gets now because the block
+// size in force differs from the cache nodes' (nil when they agree).
+func (s *Scheduler) blockSizeError() error {
+	if s.mem == nil {
+		return nil
+	}
+	_, err := s.blockSize(s.mem.View(), s.settings.Load())
+	return err
 }
 
 // replicationOf is the replication placement uses on view: the cache
@@ -801,7 +815,10 @@ func (s *Scheduler) Ring() schedapi.RingStatus {
 	view := s.mem.View()
 	out.Epoch, out.Generation = view.Epoch, view.Generation
 	out.EpochHex = strconv.FormatUint(view.Epoch, 16)
-	out.BlockSize, _ = s.blockSize(view, st)
+	var err error
+	if out.BlockSize, err = s.blockSize(view, st); err != nil {
+		out.BlockSize = st.BlockSize // the one it would place with
+	}
 	var status map[string]placement.NodeStatus
 	s.mu.Lock()
 	if s.p != nil {
