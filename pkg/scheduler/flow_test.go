@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -477,4 +478,70 @@ func TestConcurrentClients(t *testing.T) {
 	if g.DataLocalTasks+g.RackLocalTasks+g.OtherLocalTasks != workers*per {
 		t.Errorf("placed %d, want %d", g.DataLocalTasks+g.RackLocalTasks+g.OtherLocalTasks, workers*per)
 	}
+}
+
+// TestCancelledRequestHoldsNoSlot: a Place or PlaceBatch whose caller has
+// already gone (its context ended, as when an HTTP client disconnects
+// while the call waits for the scheduler's lock) is not answered with a
+// placement nobody will see: it returns the context's error and holds no
+// slot (the task, if it was placed, is counted lost, "request cancelled").
+func TestCancelledRequestHoldsNoSlot(t *testing.T) {
+	s, _ := startWith(t, threeNodes(t), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if p, err := s.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t1", Split: split("s3://b/1"), WaitMS: -1}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Place with a cancelled context: %+v, %v; want context.Canceled", p, err)
+	}
+	if r, err := s.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", WaitMS: -1, Tasks: []schedapi.BatchTask{
+		{Task: "t2", Split: split("s3://b/2")}, {Task: "t3", Split: split("s3://b/3")},
+	}}); !errors.Is(err, context.Canceled) {
+		t.Errorf("PlaceBatch with a cancelled context: %+v, %v; want context.Canceled", r, err)
+	}
+	c, err := s.JobCounters(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Running != 0 || c.Queued != 0 {
+		t.Errorf("running %d queued %d after cancelled calls, want 0 and 0", c.Running, c.Queued)
+	}
+	for _, m := range s.Ring().Members {
+		if m.SlotsInUse != 0 {
+			t.Errorf("node %s has %d slots in use, want 0", m.Node, m.SlotsInUse)
+		}
+	}
+	// The task ids are free again.
+	if _, err := s.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "t1", Split: split("s3://b/1"), WaitMS: -1}); err != nil {
+		t.Errorf("Place of t1 again: %v", err)
+	}
+
+	// A caller that leaves while the call runs (after the first look at its
+	// context): the placement made is released and counted lost.
+	if p, err := s.Place(&leavingCtx{Context: context.Background()}, schedapi.PlaceRequest{Job: "k", Task: "t", Split: split("s3://b/1"), WaitMS: -1}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Place whose caller left: %+v, %v; want context.Canceled", p, err)
+	}
+	if r, err := s.PlaceBatch(&leavingCtx{Context: context.Background()}, schedapi.PlaceBatchRequest{Job: "k", WaitMS: -1, Tasks: []schedapi.BatchTask{
+		{Task: "b1", Split: split("s3://b/2")}, {Task: "b2", Split: split("s3://b/3")},
+	}}); !errors.Is(err, context.Canceled) {
+		t.Errorf("PlaceBatch whose caller left: %+v, %v; want context.Canceled", r, err)
+	}
+	if c, err := s.JobCounters(context.Background(), "k"); err != nil || c.Running != 0 || c.Lost != 3 {
+		t.Errorf("job k: running %d lost %d (%v), want 0 running and 3 lost", c.Running, c.Lost, err)
+	}
+	if lost := s.Lost("k"); len(lost) != 3 || lost[0].Reason != "request cancelled" {
+		t.Errorf("lost log of k: %+v, want 3 tasks, request cancelled", lost)
+	}
+}
+
+// leavingCtx is a context whose caller leaves after its first Err check.
+type leavingCtx struct {
+	context.Context
+	checked bool
+}
+
+func (c *leavingCtx) Err() error {
+	if !c.checked {
+		c.checked = true
+		return nil
+	}
+	return context.Canceled
 }

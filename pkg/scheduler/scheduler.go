@@ -357,12 +357,17 @@ func placeError(err error) error {
 // it waits (delay scheduling: up to the wait for a data-local slot, as long
 // again for rack-local, then any node) and, once it may go anywhere, for a
 // slot to free up, for Config.MaxQueueWait more, or until ctx ends: then
-// the task is cancelled and Place returns ErrNoNode. Errors: ErrBadRequest,
+// the task is cancelled and Place returns ErrNoNode. A caller whose ctx
+// ends before the answer gets ctx's error and holds no slot (a placement
+// made meanwhile is released, counted lost). Errors: ErrBadRequest,
 // ErrConflict (task already queued or running), ErrNoNode (no cache node,
 // no slots, or none freed in time), ErrNotLeader, ErrUnavailable,
 // ErrStopped, ctx's error.
 func (s *Scheduler) Place(ctx context.Context, req schedapi.PlaceRequest) (schedapi.Placement, error) {
 	if err := req.Validate(s.cfg.MaxWait); err != nil {
+		return schedapi.Placement{}, err
+	}
+	if err := ctx.Err(); err != nil { // the caller is gone: place nothing
 		return schedapi.Placement{}, err
 	}
 	view, st, repl, bs, err := s.viewForPlacement()
@@ -405,7 +410,14 @@ func (s *Scheduler) Place(ctx context.Context, req schedapi.PlaceRequest) (sched
 			return schedapi.Placement{}, err
 		}
 	}
-	if err := s.persisted(ctx, seq); err != nil {
+	err = s.persisted(ctx, seq)
+	if ctx.Err() != nil {
+		// The caller left while we took the lock or persisted: nobody will
+		// learn of the placement, release its slot (counted lost).
+		s.cancelPlaced([]placement.Assignment{a}, "request cancelled")
+		return schedapi.Placement{}, ctx.Err()
+	}
+	if err != nil {
 		return schedapi.Placement{}, err
 	}
 	return s.placementOf(a, view.Epoch), nil
@@ -499,6 +511,9 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req schedapi.PlaceBatchReque
 	if err := req.Validate(s.cfg.MaxWait, s.cfg.MaxBatchTasks); err != nil {
 		return schedapi.PlaceBatchResponse{}, err
 	}
+	if err := ctx.Err(); err != nil { // the caller is gone: place nothing
+		return schedapi.PlaceBatchResponse{}, err
+	}
 	view, st, repl, bs, err := s.viewForPlacement()
 	if err != nil {
 		return schedapi.PlaceBatchResponse{}, err
@@ -563,7 +578,18 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req schedapi.PlaceBatchReque
 		}
 		seq = max(seq, last)
 	}
-	if err := s.persisted(ctx, seq); err != nil {
+	err = s.persisted(ctx, seq)
+	if ctx.Err() != nil { // see Place
+		var placed []placement.Assignment
+		for i := range res {
+			if res[i].Node != "" {
+				placed = append(placed, res[i])
+			}
+		}
+		s.cancelPlaced(placed, "request cancelled")
+		return schedapi.PlaceBatchResponse{}, ctx.Err()
+	}
+	if err != nil {
 		return schedapi.PlaceBatchResponse{}, err
 	}
 	out := schedapi.PlaceBatchResponse{Placements: make([]schedapi.Placement, n)}
