@@ -56,7 +56,8 @@ Flags:
                     scheduler's --locality-wait; 0: no wait at all.
   --json            print the scheduler's answer as JSON
   --token-file F    bearer token (the scheduler's --auth-token-file)
-  --timeout D       bound on the call, on top of --wait (default 30s)
+  --timeout D       bound on the call, on top of twice --wait (default 1m:
+                    longer than the scheduler's default --max-queue-wait)
   --tls-ca F, --tls-cert F, --tls-key F
                     TLS for an https scheduler
 
@@ -116,7 +117,7 @@ type placeOptions struct {
 func parsePlace(args []string, stderr io.Writer) (placeOptions, error) {
 	var o placeOptions
 	fs := flag.NewFlagSet("place", flag.ContinueOnError)
-	o.sched.register(fs, 30*time.Second)
+	o.sched.register(fs, time.Minute)
 	o.tls.register(fs)
 	fs.StringVar(&o.job, "job", "", "")
 	fs.StringVar(&o.task, "task", "", "")
@@ -177,6 +178,13 @@ func placeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tlsCfg, err := o.tls.config()
 	if err != nil {
 		return err
+	}
+	// The scheduler keeps a queued task for two locality waits (data-local,
+	// then rack-local) and then its --max-queue-wait; the client adds one
+	// wait to its bound: add the other, so the scheduler's answer (a 503
+	// that says why) comes before our deadline.
+	if o.wait > 0 {
+		o.sched.timeout += o.wait
 	}
 	sc, err := o.sched.open(tlsCfg)
 	if err != nil {

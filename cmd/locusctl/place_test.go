@@ -3,11 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/locuscache/locus/pkg/client"
 	"github.com/locuscache/locus/pkg/ring"
@@ -224,4 +227,27 @@ func TestJobsAll(t *testing.T) {
 		{[]string{"jobs", "--scheduler", sched, "a", "b"}, "one job at a time"},
 		{[]string{"jobs", "--scheduler", sched, "--json=maybe"}, "invalid boolean value"},
 	})
+}
+
+// TestPlaceOutlastsTheQueueWait: the scheduler keeps a queued task up to
+// its two locality waits (data-local, then rack-local) and then its
+// --max-queue-wait before it answers 503; place waits that long (--timeout
+// on top of both waits), so the user reads the scheduler's answer, not a
+// bare "context deadline exceeded". The fake scheduler answers 503 after
+// the two waits and half a --timeout.
+func TestPlaceOutlastsTheQueueWait(t *testing.T) {
+	const wait, timeout = 500 * time.Millisecond, time.Second
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(2*wait + timeout/2)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"error":"no node available: no node could take the task within 1.5s","code":"no_node"}`)
+	}))
+	defer srv.Close()
+	withEnv(t, nil)
+	r := locusctl(t, "place", "--scheduler", srv.URL, "--job", "j", "--task", "t", "--uri", "s3://bkt/k", "--length", "1",
+		"--wait", wait.String(), "--timeout", timeout.String())
+	if r.code != 1 || !strings.Contains(r.stderr, "no node could take the task") {
+		t.Errorf("place: %v; want exit 1 with the scheduler's 503", r)
+	}
 }
