@@ -34,6 +34,17 @@ type Backend interface {
 	Read(ctx context.Context, req readpath.Request, emit func(p []byte) error) (readpath.Summary, error)
 }
 
+// Revalidator is an optional side of a Backend whose Stat may answer from
+// a cache (a node's stat cache trusts an answer for its TTL). Revalidate
+// stats the object at the origin, refreshing that cache. The gateway calls
+// it once before it fails a request's precondition (If-Match,
+// If-Unmodified-Since) against a Stat answer: a client that learned the new
+// ETag elsewhere (another node, the origin) must not get 412 because this
+// node has not seen the rewrite yet.
+type Revalidator interface {
+	Revalidate(ctx context.Context, uri string) (origin.Info, error)
+}
+
 // Lister is the optional listing side of a Backend. When the Backend also
 // implements it (or Config.Lister is set), the gateway answers
 // ListObjectsV2, ListObjects (v1) and HeadBucket from it, which some clients

@@ -168,6 +168,12 @@ func (g *Gateway) object(w http.ResponseWriter, r *http.Request, rid, bucket, ke
 func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	rid, bucket, key, uri string, q url.Values, mayRetry bool) (retry bool) {
 	info, err := g.cfg.Backend.Stat(ctx, uri)
+	if rv, ok := g.cfg.Backend.(Revalidator); ok && err == nil &&
+		precondition(r.Header, quoteETag(info.Version), info.ModTime) == http.StatusPreconditionFailed {
+		// The Backend's Stat may be stale: fail the precondition only
+		// against the origin's current answer.
+		info, err = rv.Revalidate(ctx, uri)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return false // the client went away

@@ -650,3 +650,72 @@ func TestBucketMappingDotDot(t *testing.T) {
 		t.Errorf("GET /lake/ok..name: status %d body %q, want 200 dots", w.Code, w.Body)
 	}
 }
+
+// staleBackend answers Stat from a snapshot taken before the object was
+// rewritten (a node's stat cache within its TTL) and Revalidate from the
+// store.
+type staleBackend struct {
+	StoreBackend
+	stale       origin.Info
+	revalidated int
+}
+
+func (b *staleBackend) Stat(ctx context.Context, uri string) (origin.Info, error) {
+	return b.stale, nil
+}
+
+func (b *staleBackend) Revalidate(ctx context.Context, uri string) (origin.Info, error) {
+	b.revalidated++
+	return b.Store.Stat(ctx, uri)
+}
+
+// TestConditionalRevalidates: a client that learned the new ETag elsewhere
+// (another gateway node, the origin) and sends If-Match with it must not
+// get 412 because this node's stat cache still holds the old version: the
+// gateway asks the Backend to revalidate before failing a precondition.
+func TestConditionalRevalidates(t *testing.T) {
+	m := origintest.NewMemStore()
+	old := m.Put("s3://bkt/obj", []byte("old version"))
+	cur := m.Put("s3://bkt/obj", []byte("new version!"))
+	if old.Version == cur.Version {
+		t.Fatal("MemStore gave both versions one ETag")
+	}
+	be := &staleBackend{StoreBackend: StoreBackend{Store: m}, stale: old}
+	gw, err := New(Config{Backend: be})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		stale    origin.Info // what Stat answers
+		hdr      []string
+		code     int
+		body     string
+		revalids int
+	}{
+		{"If-Match new", old, []string{"If-Match", quoteETag(cur.Version)}, 200, "new version!", 1},
+		{"If-Match new, ranged", old, []string{"If-Match", quoteETag(cur.Version), "Range", "bytes=4-"}, 206, "version!", 1},
+		{"If-Match other", old, []string{"If-Match", `"nope"`}, 412, "", 1},
+		{"fresh, If-Match holds", cur, []string{"If-Match", quoteETag(cur.Version)}, 200, "new version!", 0},
+		{"fresh, no condition", cur, nil, 200, "new version!", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			be.revalidated, be.stale = 0, tc.stale
+			r := httptest.NewRequest("GET", "/bkt/obj", nil)
+			for i := 0; i+1 < len(tc.hdr); i += 2 {
+				r.Header.Set(tc.hdr[i], tc.hdr[i+1])
+			}
+			w := httptest.NewRecorder()
+			gw.ServeHTTP(w, r)
+			if w.Code != tc.code {
+				t.Fatalf("status %d, want %d (body %q)", w.Code, tc.code, w.Body)
+			}
+			if tc.body != "" && w.Body.String() != tc.body {
+				t.Errorf("body %q, want %q", w.Body, tc.body)
+			}
+			if be.revalidated != tc.revalids {
+				t.Errorf("Revalidate called %d times, want %d", be.revalidated, tc.revalids)
+			}
+		})
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/locuscache/locus/pkg/node/nodetest"
 	"github.com/locuscache/locus/pkg/origin/origintest"
@@ -66,5 +68,40 @@ func TestGatewayMounted(t *testing.T) {
 	resp.Body.Close()
 	if !bytes.Contains(body, []byte(`locus_reads_total{code="OK",kind="client"}`)) {
 		t.Fatal("gateway reads not counted as client reads")
+	}
+}
+
+// TestGatewayIfMatchAfterRewrite: a client that learned an object's new
+// ETag from another node (or the origin) and sends it in If-Match gets the
+// new bytes, not 412, from a node whose stat cache still holds the old
+// version (StatTTL is long here so the stale entry cannot expire).
+func TestGatewayIfMatchAfterRewrite(t *testing.T) {
+	mem := origintest.NewMemStore()
+	mem.Put("s3://lake/t/obj", []byte("version one"))
+	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: mem, StatTTL: time.Hour})
+	hc := c.HTTPClient()
+	get := func(etag string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", c.HTTPURL(0)+"/lake/t/obj", nil)
+		if etag != "" {
+			req.Header.Set("If-Match", etag)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := get(""); code != 200 || body != "version one" {
+		t.Fatalf("first GET: %d %q", code, body)
+	}
+	cur := mem.Put("s3://lake/t/obj", []byte("version two"))
+	if code, body := get(`"` + strings.Trim(cur.Version, `"`) + `"`); code != 200 || body != "version two" {
+		t.Fatalf("GET with If-Match of the new ETag: %d %q, want 200 \"version two\"", code, body)
+	}
+	if code, _ := get(`"not-an-etag"`); code != http.StatusPreconditionFailed {
+		t.Fatalf("GET with a wrong If-Match: %d, want 412", code)
 	}
 }

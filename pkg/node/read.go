@@ -64,6 +64,17 @@ func (n *Node) Stat(ctx context.Context, uri string) (origin.Info, error) {
 	return n.stats.Stat(ctx, uri)
 }
 
+// Revalidate is Stat without trusting the stat cache: it asks the origin
+// and refreshes the entry. The S3 gateway calls it before failing a
+// request's If-Match or If-Unmodified-Since against a cached answer.
+func (n *Node) Revalidate(ctx context.Context, uri string) (origin.Info, error) {
+	if err := checkURI(uri); err != nil {
+		return origin.Info{}, err
+	}
+	n.stats.Invalidate(uri)
+	return n.stats.Stat(ctx, uri)
+}
+
 // List passes a listing through to the origin (so the S3 gateway can answer
 // ListObjects); see origin.Store.List.
 func (n *Node) List(ctx context.Context, prefix string, fn func(origin.Info) error) error {
