@@ -257,6 +257,9 @@ func parseBuckets(pairs []string) (map[string]string, error) {
 		if !ok || name == "" || prefix == "" {
 			return nil, fmt.Errorf("--gateway-bucket %q: want name=uri-prefix", p)
 		}
+		if prev, dup := m[name]; dup {
+			return nil, fmt.Errorf("--gateway-bucket: bucket %q is mapped twice (to %s and %s)", name, prev, prefix)
+		}
 		m[name] = prefix
 	}
 	return m, nil

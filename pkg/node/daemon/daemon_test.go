@@ -58,6 +58,7 @@ func TestBadConfigExits(t *testing.T) {
 		{"missing file root", []string{"--origin-file-root=/no/such/dir"}, nil, 1, "origin-file-root"},
 		{"missing key file", []string{"--gossip-key-file=/no/key", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "key"},
 		{"bad gateway bucket", []string{"--gateway-bucket=lake"}, nil, 1, "gateway-bucket"},
+		{"gateway bucket named twice", []string{"--gateway-bucket=lake=s3://bkt/a/,lake=s3://bkt/b/"}, nil, 1, "gateway-bucket"},
 		{"unbindable address", []string{"--grpc-addr=192.0.2.1:1", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "gRPC listener"},
 	}
 	for _, tc := range tests {
