@@ -412,9 +412,16 @@ func (n *Node) Stop(ctx context.Context) error {
 			n.Drain(ctx)
 		}
 		var errs []error
-		if err := n.members.Leave(ctx); err != nil && !errors.Is(err, membership.ErrClosed) {
+		// The leave broadcast waits for a peer to carry it; when the whole
+		// cluster stops at once there may be none left, so bound the wait
+		// (the goodbye only spares peers the failure detector's delay)
+		// instead of spending the rest of ctx, which the daemon sizes past
+		// Kubernetes' default grace period.
+		lctx, lcancel := context.WithTimeout(ctx, membership.DefaultBroadcastTimeout)
+		if err := n.members.Leave(lctx); err != nil && !errors.Is(err, membership.ErrClosed) {
 			errs = append(errs, fmt.Errorf("leave: %w", err))
 		}
+		lcancel()
 		n.mu.Lock()
 		n.state.Store(stateStopped)
 		n.mu.Unlock()
