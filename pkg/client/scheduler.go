@@ -144,7 +144,7 @@ func (e *SchedulerError) Unwrap() []error {
 
 // Defaults of SchedulerConfig.
 const (
-	// DefaultSchedulerTimeout bounds one call, on top of the locality wait
+	// DefaultSchedulerTimeout bounds one call, on top of the locality waits
 	// a Place or PlaceBatch asks for: above the scheduler's 30 s
 	// --max-queue-wait, so the scheduler's own 503 arrives first.
 	DefaultSchedulerTimeout = time.Minute
@@ -184,9 +184,10 @@ type SchedulerConfig struct {
 	// (the CA, and a client certificate for mTLS). Ignored when
 	// HTTPClient is set.
 	TLS *tls.Config
-	// Timeout bounds each call, plus the locality wait of Place and
-	// PlaceBatch. Default DefaultSchedulerTimeout; negative: no bound
-	// beyond the caller's context.
+	// Timeout bounds each call, plus twice the locality wait of Place and
+	// PlaceBatch (a task may wait once for its data-local level and once
+	// more for its rack). Default DefaultSchedulerTimeout; negative: no
+	// bound beyond the caller's context.
 	Timeout time.Duration
 	// FollowLeader makes the client resend a call that a follower
 	// answered with 503 naming the leader (HA schedulers with etcd) to
@@ -335,7 +336,7 @@ func (s *Scheduler) Place(ctx context.Context, job, task string, split Split, wa
 		return Placement{}, err
 	}
 	var p Placement
-	raw, err := s.do(ctx, http.MethodPost, "/v1/place", body, wait)
+	raw, err := s.do(ctx, http.MethodPost, "/v1/place", body, 2*wait)
 	if err != nil {
 		return Placement{}, err
 	}
@@ -361,7 +362,7 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, job string, tasks []BatchTas
 		req.Tasks[i] = schedapi.BatchTask{Task: t.Task, Split: schedSplit(t.Split)}
 	}
 	body := schedapi.AppendPlaceBatchRequest(make([]byte, 0, 64+len(tasks)*128), &req)
-	raw, err := s.do(ctx, http.MethodPost, "/v1/place/batch", body, wait)
+	raw, err := s.do(ctx, http.MethodPost, "/v1/place/batch", body, 2*wait)
 	if err != nil {
 		return nil, err
 	}

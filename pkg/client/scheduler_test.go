@@ -329,6 +329,23 @@ func TestSchedulerNonJSONError(t *testing.T) {
 	}
 }
 
+// TestPlaceTimeoutCoversBothWaits: a Place may take a data-local wait
+// and then a rack-local wait before the scheduler answers, so the call's
+// bound is Timeout plus twice the wait (a slow answer inside it arrives).
+func TestPlaceTimeoutCoversBothWaits(t *testing.T) {
+	const timeout, wait, answerAfter = 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(answerAfter) // between Timeout+wait (300ms) and Timeout+2*wait (500ms)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"job":"j","task":"t","node":"n1","address":"127.0.0.1:1","locality":"RACK_LOCAL","owner":"n2","ring_epoch":1}`)
+	}))
+	defer srv.Close()
+	sc := newSched(t, client.SchedulerConfig{URL: srv.URL, Timeout: timeout})
+	if _, err := sc.Place(context.Background(), "j", "t", sp("s3://b/k"), wait); err != nil {
+		t.Fatalf("Place answered after %v with Timeout %v and wait %v: %v; want the answer", answerAfter, timeout, wait, err)
+	}
+}
+
 // TestSchedulerErrorCodes: an error answer maps to its sentinel by its
 // code, else by its status, so answers of schedulers from before the code
 // field (a 404 for an unknown job) read the same; the 404 of an endpoint
