@@ -120,6 +120,9 @@ func (s *schedulerFlags) open(tlsCfg *tls.Config) (*client.Scheduler, error) {
 			return nil, usageErrorf("--token-file: %v", err)
 		}
 		cfg.Token = strings.TrimSpace(string(b))
+		if cfg.Token == "" {
+			return nil, usageErrorf("--token-file %s is empty: it must hold the scheduler's bearer token (its --auth-token-file)", s.tokenFile)
+		}
 	}
 	sc, err := client.NewScheduler(cfg)
 	if err != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -85,7 +87,12 @@ func TestRingStatusUnreachable(t *testing.T) {
 }
 
 func TestRingStatusBadArguments(t *testing.T) {
+	emptyToken := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(emptyToken, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	checkBadArgs(t, []badArgs{
+		{[]string{"ring", "status", "--scheduler", "http://127.0.0.1:1", "--token-file", emptyToken}, "is empty"},
 		{[]string{"ring", "status"}, "missing --scheduler"},
 		{[]string{"ring", "status", "--scheduler", "ftp://x"}, `--scheduler "ftp://x"`},
 		{[]string{"ring", "status", "--scheduler", "http://127.0.0.1:1", "extra"}, `unexpected argument "extra"`},
