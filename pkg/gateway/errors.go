@@ -78,6 +78,8 @@ func errorFor(err error, bucket, key string) s3Error {
 		return errNoSuchKey(bucket, key)
 	case errors.Is(err, origin.ErrInvalidURI), errors.Is(err, readpath.ErrInvalidRequest):
 		return errInvalidArgument("Invalid bucket or key: " + err.Error())
+	case errors.Is(err, origin.ErrRejected):
+		return errInvalidArgument("The origin object store rejected the request: " + err.Error())
 	case errors.Is(err, origin.ErrOutsideRoot), errors.Is(err, origin.ErrAccessDenied):
 		return s3Error{Status: http.StatusForbidden, Code: "AccessDenied", Message: "Access Denied: " + err.Error()}
 	case errors.Is(err, origin.ErrUnsupportedScheme):

@@ -323,6 +323,7 @@ func TestBackendErrors(t *testing.T) {
 		{fmt.Errorf("x: %w", origin.ErrTimeout), 503, "ServiceUnavailable"},
 		{context.DeadlineExceeded, 503, "ServiceUnavailable"},
 		{fmt.Errorf("x: %w", origin.ErrAccessDenied), 403, "AccessDenied"},
+		{fmt.Errorf("x: %w", origin.ErrRejected), 400, "InvalidArgument"},
 		{fmt.Errorf("x: %w", origin.ErrOutsideRoot), 403, "AccessDenied"},
 		{fmt.Errorf("x: %w", origin.ErrInvalidURI), 400, "InvalidArgument"},
 		{fmt.Errorf("x: %w", origin.ErrUnsupportedScheme), 501, "NotImplemented"},

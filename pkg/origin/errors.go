@@ -50,6 +50,12 @@ var (
 	// ErrNoVersion: the store returned an object without an ETag, so it
 	// cannot be versioned and must not be cached.
 	ErrNoVersion = errors.New("origin: object has no version (ETag)")
+
+	// ErrRejected: the store refused the request as malformed (an HTTP 4xx
+	// other than 403, 404, 412 and 429): the key is not valid there, or
+	// the node's S3 region or endpoint is wrong. Not retried; the message
+	// carries the store's code.
+	ErrRejected = errors.New("origin: the store rejected the request")
 )
 
 // childError is a sentinel that also matches a more general parent sentinel.

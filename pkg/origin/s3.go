@@ -542,6 +542,9 @@ func (s *S3Store) mapErr(parent context.Context, op, what string, err error) err
 		return fmt.Errorf("%w: s3 %s %s (timeout %s): %w", ErrTimeout, op, what, s.cfg.Timeout, errors.Join(context.DeadlineExceeded, err))
 	case status >= 500 || status == http.StatusTooManyRequests || isRetryExhausted(err):
 		return fmt.Errorf("%w: s3 %s %s: %w", ErrUnavailable, op, what, err)
+	case status >= 400 && status < 500:
+		return fmt.Errorf("%w: s3 %s %s (HTTP %d %s: the key may not be valid for this store, or --origin-s3-region/--origin-s3-endpoint is wrong): %w",
+			ErrRejected, op, what, status, code, err)
 	}
 	return fmt.Errorf("origin: s3 %s %s: %w", op, what, err)
 }

@@ -269,6 +269,9 @@ func TestS3StatusMapping(t *testing.T) {
 		{403, "SignatureDoesNotMatch", origin.ErrAccessDenied},
 		{429, "TooManyRequests", origin.ErrUnavailable},
 		{503, "SlowDown", origin.ErrUnavailable},
+		{400, "InvalidArgument", origin.ErrRejected},
+		{400, "AuthorizationHeaderMalformed", origin.ErrRejected},
+		{405, "MethodNotAllowed", origin.ErrRejected},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%d-%s", tc.status, tc.code), func(t *testing.T) {

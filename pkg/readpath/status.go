@@ -27,7 +27,7 @@ var codeTable = [...]struct {
 	errs []error
 }{
 	{codes.InvalidArgument, []error{ErrInvalidRequest, cache.ErrInvalidRange, origin.ErrInvalidURI,
-		origin.ErrUnsupportedScheme, origin.ErrRange, cache.ErrInvalidObject}},
+		origin.ErrUnsupportedScheme, origin.ErrRange, cache.ErrInvalidObject, origin.ErrRejected}},
 	{codes.NotFound, []error{origin.ErrNotFound}},
 	{codes.FailedPrecondition, []error{origin.ErrVersionChanged, cache.ErrVersionChanged}},
 	{codes.OutOfRange, []error{cache.ErrOutOfRange}},
@@ -42,7 +42,7 @@ var codeTable = [...]struct {
 //
 //	INVALID_ARGUMENT     bad request, URI or range (ErrInvalidRequest, cache.ErrInvalidRange,
 //	                     origin.ErrInvalidURI, origin.ErrUnsupportedScheme, origin.ErrRange,
-//	                     cache.ErrInvalidObject)
+//	                     cache.ErrInvalidObject, origin.ErrRejected: the store refused the request)
 //	NOT_FOUND            no such bucket or object (origin.ErrNotFound)
 //	FAILED_PRECONDITION  the object is not at the expected version (origin.ErrVersionChanged,
 //	                     cache.ErrVersionChanged)
