@@ -314,6 +314,22 @@ func TestHAEtcdDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Stop()
+	// A placement that cannot be persisted is a 503 and holds no slot
+	// (else a retry of the same task would get 409 and the slot would
+	// never be freed).
+	inUse := func() int {
+		n := 0
+		for _, m := range ss[0].Ring().Members {
+			n += m.SlotsInUse
+		}
+		return n
+	}
+	if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t-down", Split: split("u2")}); statusOf(err) != 503 {
+		t.Fatalf("place with etcd down: %v, want 503", err)
+	}
+	if n := inUse(); n != 1 {
+		t.Errorf("%d slots in use after a placement that was not persisted, want 1 (task t's)", n)
+	}
 	start := time.Now()
 	_, err = c.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: p.Task, Bytes: 1})
 	if statusOf(err) != 503 {

@@ -359,7 +359,8 @@ func placeError(err error) error {
 // slot to free up, for Config.MaxQueueWait more, or until ctx ends: then
 // the task is cancelled and Place returns ErrNoNode. A caller whose ctx
 // ends before the answer gets ctx's error and holds no slot (a placement
-// made meanwhile is released, counted lost). Errors: ErrBadRequest,
+// made meanwhile is released, counted lost); so does a placement that
+// could not be persisted to etcd (ErrUnavailable). Errors: ErrBadRequest,
 // ErrConflict (task already queued or running), ErrNoNode (no cache node,
 // no slots, or none freed in time), ErrNotLeader, ErrUnavailable,
 // ErrStopped, ctx's error.
@@ -411,13 +412,15 @@ func (s *Scheduler) Place(ctx context.Context, req schedapi.PlaceRequest) (sched
 		}
 	}
 	err = s.persisted(ctx, seq)
-	if ctx.Err() != nil {
-		// The caller left while we took the lock or persisted: nobody will
-		// learn of the placement, release its slot (counted lost).
-		s.cancelPlaced([]placement.Assignment{a}, "request cancelled")
-		return schedapi.Placement{}, ctx.Err()
-	}
-	if err != nil {
+	if ctx.Err() != nil || err != nil {
+		// The caller left while we took the lock or persisted, or the
+		// placement could not be made durable (etcd failing): the caller
+		// gets an error, so nobody will complete the task; release its
+		// slot (counted lost) so a retry can place it again.
+		s.cancelPlaced([]placement.Assignment{a}, releaseReason(ctx))
+		if ctx.Err() != nil {
+			return schedapi.Placement{}, ctx.Err()
+		}
 		return schedapi.Placement{}, err
 	}
 	return s.placementOf(a, view.Epoch), nil
@@ -579,17 +582,17 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req schedapi.PlaceBatchReque
 		seq = max(seq, last)
 	}
 	err = s.persisted(ctx, seq)
-	if ctx.Err() != nil { // see Place
+	if ctx.Err() != nil || err != nil { // see Place
 		var placed []placement.Assignment
 		for i := range res {
 			if res[i].Node != "" {
 				placed = append(placed, res[i])
 			}
 		}
-		s.cancelPlaced(placed, "request cancelled")
-		return schedapi.PlaceBatchResponse{}, ctx.Err()
-	}
-	if err != nil {
+		s.cancelPlaced(placed, releaseReason(ctx))
+		if ctx.Err() != nil {
+			return schedapi.PlaceBatchResponse{}, ctx.Err()
+		}
 		return schedapi.PlaceBatchResponse{}, err
 	}
 	out := schedapi.PlaceBatchResponse{Placements: make([]schedapi.Placement, n)}
@@ -1170,4 +1173,13 @@ func (s *Scheduler) persisted(ctx context.Context, seq uint64) error {
 		return nil
 	}
 	return s.ha.waitPersisted(ctx, seq)
+}
+
+// releaseReason names why the placements of a call are released: the
+// caller left, or they could not be persisted.
+func releaseReason(ctx context.Context) string {
+	if ctx.Err() != nil {
+		return "request cancelled"
+	}
+	return "not persisted"
 }
