@@ -33,7 +33,7 @@ var scanTraces = []string{"lirs-loop", "lirs-scan", "lirs-2_pools", "lirs-multi1
 
 // otterRuns is how many times the otter baseline is replayed (its median
 // counts).
-const otterRuns = 3
+const otterRuns = 5
 
 const (
 	// maxShortfall is the acceptance criterion: the default policy is at
@@ -78,14 +78,24 @@ var knownShortfalls = map[string]float64{
 	// (+0.19 to -2.17 by seed against otter's median run).
 	"lirs-scan@50%": -2.92, // worst -2.67
 	// Borderline by otter's random seeding: within the bar for every seed
-	// against otter's median run, not against its best (otter hits 0 to
-	// 2.1% at loop 5%, 4.5 to 8.1% at cs 10%).
+	// against otter's median run, not against its best (otter hits 4.5 to
+	// 8.1% at cs 10%).
 	"lirs-cs@10%":  -1.87, // worst -1.62
 	"lirs-cs@25%":  -1.15, // worst -0.90
 	"lirs-gli@5%":  -0.78, // worst -0.53
 	"lirs-gli@50%": -0.83, // worst -0.58
-	"lirs-loop@5%": -1.30, // worst -1.05
 	"lirs-ps@1%":   -0.90, // worst -0.65
+	// Otter's column alone: locus (seed 1) is within the bar of otter's
+	// median run, but otter's random seeding spreads its hit ratio so far
+	// that a median of a few runs can land past the bar (measured over 40
+	// otter runs, 2026-11-30: loop 5% 0 to 2.65%, multi2 5% 38.35 to
+	// 41.70%, scan 5% 0 to 1.84%). Bound: locus minus otter's highest of
+	// the 40 runs, less 0.25 points; so the test checks the policy, not
+	// otter's luck (with the synthetic set's loop, one CI run in six failed
+	// on otter's luck before). The otter column is now the median of 5 runs.
+	"lirs-loop@5%":   -2.16, // locus 0.74, otter up to 2.65
+	"lirs-multi2@5%": -1.76, // locus 40.19, otter up to 41.70
+	"lirs-scan@5%":   -2.09, // locus 0.00, otter up to 1.84
 }
 
 func shortfallKey(trace string, frac float64) string {
