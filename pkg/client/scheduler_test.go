@@ -333,9 +333,9 @@ func TestSchedulerNonJSONError(t *testing.T) {
 // and then a rack-local wait before the scheduler answers, so the call's
 // bound is Timeout plus twice the wait (a slow answer inside it arrives).
 func TestPlaceTimeoutCoversBothWaits(t *testing.T) {
-	const timeout, wait, answerAfter = 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond
+	const timeout, wait, answerAfter = 100 * time.Millisecond, 400 * time.Millisecond, 700 * time.Millisecond
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(answerAfter) // between Timeout+wait (300ms) and Timeout+2*wait (500ms)
+		time.Sleep(answerAfter) // between Timeout+wait (500ms) and Timeout+2*wait (900ms)
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"job":"j","task":"t","node":"n1","address":"127.0.0.1:1","locality":"RACK_LOCAL","owner":"n2","ring_epoch":1}`)
 	}))
