@@ -195,6 +195,17 @@
 // makes /readyz answer 503 and health NOT_SERVING, and waits up to
 // Config.DrainTimeout for the reads in flight. Abort imitates a crash.
 //
+// Partitions. The gossip declares the members across a network partition
+// dead and forgets them after the tuning's GossipToTheDeadTime, after which
+// memberlist alone never contacts them again: the halves would stay two
+// clusters with two rings after the network heals. The node therefore
+// remembers the gossip address of every member that vanished while alive
+// (not draining) and joins it again every GossipToTheDeadTime, for up to
+// RejoinWindow (rejoin.go); one successful join merges both sides.
+// During the partition each side reads the other side's blocks from the
+// origin (owner_unavailable) until its ring drops them. TestPartition
+// checks all of it with two network namespaces.
+//
 // # Security
 //
 // With Config.TLSCertFile and TLSKeyFile both listeners speak TLS; with

@@ -311,12 +311,17 @@ func (n *Node) join(ctx context.Context) error {
 	}
 }
 
-// watchViews drops peer connections of members that left and logs ring
-// changes.
+// watchViews drops peer connections of members that left, logs ring
+// changes, and feeds the rejoiner (see rejoin.go).
 func (n *Node) watchViews() {
 	defer n.bg.Done()
 	v := n.members.View()
 	epoch := v.Epoch
+	var rj *rejoiner
+	if n.gossip != nil {
+		rj = newRejoiner(v)
+		go n.rejoinLoop(rj, rejoinInterval(n.cfg.GossipTuning))
+	}
 	for {
 		select {
 		case <-v.Changed():
@@ -324,6 +329,9 @@ func (n *Node) watchViews() {
 			return
 		}
 		v = n.members.View()
+		if rj != nil {
+			rj.observe(v, time.Now())
+		}
 		n.peers.prune(v)
 		if v.Epoch != epoch {
 			epoch = v.Epoch

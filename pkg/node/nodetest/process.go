@@ -1,6 +1,7 @@
 package nodetest
 
 import (
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -76,6 +77,11 @@ type ProcessOptions struct {
 	// Args are more flags (e.g. --block-size=1MiB); Env more environment.
 	Args []string
 	Env  []string
+	// Netns runs the node inside that network namespace (`ip netns
+	// exec`); IP is then required and the ports default to fixed ones
+	// (7946 gossip, 7070 gRPC, 7080 HTTP: the namespace is fresh), and
+	// the Process's HTTP client connects from inside the namespace.
+	Netns *Netns
 }
 
 // Process is a cachenode daemon started by StartProcess.
@@ -93,7 +99,20 @@ type Process struct {
 func StartProcess(t testing.TB, bin string, opts ProcessOptions) *Process {
 	t.Helper()
 	if opts.IP == "" {
+		if opts.Netns != nil {
+			t.Fatal("nodetest: ProcessOptions.Netns needs IP")
+		}
 		opts.IP = "127.0.0.1"
+	}
+	if opts.Netns != nil {
+		for _, a := range []struct {
+			addr *string
+			port string
+		}{{&opts.GossipAddr, "7946"}, {&opts.GRPCAddr, "7070"}, {&opts.HTTPAddr, "7080"}} {
+			if *a.addr == "" {
+				*a.addr = net.JoinHostPort(opts.IP, a.port)
+			}
+		}
 	}
 	if opts.GossipAddr == "" {
 		opts.GossipAddr = FreeAddr(t, opts.IP)
@@ -138,6 +157,9 @@ func StartProcess(t testing.TB, bin string, opts ProcessOptions) *Process {
 
 	p := &Process{ID: opts.ID, GossipAddr: opts.GossipAddr, GRPCAddr: opts.GRPCAddr, HTTPAddr: opts.HTTPAddr, Opts: opts}
 	cmd := exec.Command(bin, args...)
+	if opts.Netns != nil {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", opts.Netns.Name, bin}, args...)...)
+	}
 	cmd.Env = env
 	p.proc = testproc.Start(t, cmd, testproc.Options{
 		Name:  "node " + opts.ID,
@@ -148,6 +170,13 @@ func StartProcess(t testing.TB, bin string, opts ProcessOptions) *Process {
 
 // HTTPClient returns a client for the node's HTTP listener.
 func (p *Process) HTTPClient() *http.Client {
+	if p.Opts.Netns != nil {
+		c := p.Opts.Netns.HTTPClient(30 * time.Second)
+		if p.Opts.TLS != nil {
+			c.Transport.(*http.Transport).TLSClientConfig = p.Opts.TLS.ClientConfig()
+		}
+		return c
+	}
 	if p.Opts.TLS == nil {
 		return &http.Client{Timeout: 30 * time.Second}
 	}
