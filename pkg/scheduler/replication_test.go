@@ -137,3 +137,45 @@ func TestReplicationWithoutNodes(t *testing.T) {
 		t.Errorf("membership.MaxReplication %d != placement.MaxPrefer %d: a node could announce a list the placer refuses", membership.MaxReplication, placement.MaxPrefer)
 	}
 }
+
+// TestStandaloneWarnsOfOtherSchedulers: a standalone scheduler that sees
+// another scheduler (an observer serving an HTTP API) in the gossip warns
+// once per set of them: both would book the same slots. A plain observer
+// (locusctl) is not a scheduler.
+func TestStandaloneWarnsOfOtherSchedulers(t *testing.T) {
+	nodes := []membership.Member{schedulertest.Node("n1", "r1", 2), schedulertest.Node("n2", "r2", 2)}
+	observer := func(id, http string) membership.Member {
+		return membership.Member{NodeMeta: membership.NodeMeta{ID: id, Role: membership.RoleObserver, HTTPAddr: http}}
+	}
+	views := schedulertest.NewViews(t, append(nodes, observer("locusctl-1", ""))...)
+	var logs testproc.SyncBuffer
+	startWith(t, views, func(cfg *scheduler.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	const warning = "other schedulers share this cluster"
+	time.Sleep(100 * time.Millisecond)
+	if strings.Contains(logs.String(), warning) {
+		t.Fatalf("warned with only a locusctl observer:\n%s", logs.String())
+	}
+	if err := views.Set(append(nodes, observer("locusctl-1", ""), observer("sched-2", "127.0.0.9:8080"))...); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), warning) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning 5s after a second scheduler joined:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "sched-2 at 127.0.0.9:8080") {
+		t.Errorf("the warning does not name the other scheduler:\n%s", logs.String())
+	}
+	// The same set again (another view change): no second warning.
+	if err := views.Set(append(nodes[:1], observer("locusctl-1", ""), observer("sched-2", "127.0.0.9:8080"))...); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := strings.Count(logs.String(), warning); n != 1 {
+		t.Errorf("%d warnings for one set of other schedulers, want 1:\n%s", n, logs.String())
+	}
+}

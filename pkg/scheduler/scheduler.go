@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +38,9 @@ type Scheduler struct {
 	// replWarned is the last (configured, nodes') replication mismatch
 	// logged, packed as configured<<32 | nodes', so each is logged once.
 	replWarned atomic.Uint64
+	// peersWarned is the last set of other schedulers (sorted, joined)
+	// logged by checkPeers, so each set is logged once.
+	peersWarned atomic.Pointer[string]
 	// info maps node ids to their addresses and rack, from the last View
 	// applied; replaced whole (never modified), read without a lock.
 	info atomic.Pointer[map[string]membership.Member]
@@ -1099,6 +1104,7 @@ func (s *Scheduler) applyView(v *membership.View) {
 	}
 	s.info.Store(&info)
 	s.checkReplication(v, s.settings.Load())
+	s.checkPeers(v)
 
 	nodes, alive := nodesOf(v)
 	s.mu.Lock()
@@ -1182,4 +1188,30 @@ func releaseReason(ctx context.Context) string {
 		return "request cancelled"
 	}
 	return "not persisted"
+}
+
+// checkPeers warns when this scheduler runs standalone (no etcd) while
+// other schedulers (observers that serve an HTTP API) share the gossip:
+// each books the same slots on its own, so nodes get oversubscribed and the
+// counters split. With etcd, other schedulers are the HA followers.
+func (s *Scheduler) checkPeers(v *membership.View) {
+	if s.ha != nil {
+		return
+	}
+	var others []string
+	for _, m := range v.Members {
+		if m.IsObserver() && m.HTTPAddr != "" && m.ID != s.cfg.NodeID {
+			others = append(others, m.ID+" at "+m.HTTPAddr)
+		}
+	}
+	slices.Sort(others)
+	key := strings.Join(others, ", ")
+	if last := s.peersWarned.Load(); (last == nil && key == "") || (last != nil && *last == key) {
+		return
+	}
+	s.peersWarned.Store(&key)
+	if key != "" {
+		s.log.Warn("scheduler: other schedulers share this cluster while this one runs standalone (no --etcd-endpoints): each books the same slots on its own, so nodes get more tasks than slots and the counters split; run one scheduler, or give all of them --etcd-endpoints to elect a leader",
+			"others", key)
+	}
 }
