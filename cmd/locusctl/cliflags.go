@@ -9,6 +9,7 @@ package main
 // command line wins over the environment.
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -17,7 +18,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc/status"
@@ -129,6 +132,15 @@ func (s *schedulerFlags) open(tlsCfg *tls.Config) (*client.Scheduler, error) {
 		return nil, usageErrorf("--scheduler %q: %v", s.url, err)
 	}
 	return sc, nil
+}
+
+// openTLS is open with the client TLS configuration of t.
+func (s *schedulerFlags) openTLS(t tlsFlags) (*client.Scheduler, error) {
+	tlsCfg, err := t.config()
+	if err != nil {
+		return nil, err
+	}
+	return s.open(tlsCfg)
 }
 
 // tlsFlags are --tls-ca, --tls-cert and --tls-key, the cache node's own
@@ -245,4 +257,14 @@ func ratio(r float64, n int64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.3f", r)
+}
+
+// withSignals adapts a command's main to the command table: it runs main
+// with a context that SIGINT and SIGTERM cancel.
+func withSignals(main func(ctx context.Context, args []string, stdout, stderr io.Writer) error) func(args []string, stdout, stderr io.Writer) error {
+	return func(args []string, stdout, stderr io.Writer) error {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return main(ctx, args, stdout, stderr)
+	}
 }

@@ -7,12 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -87,11 +84,7 @@ func parseJobs(args []string, stderr io.Writer) (jobsOptions, error) {
 }
 
 // runJobs is "locusctl jobs".
-func runJobs(args []string, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return jobsMain(ctx, args, stdout, stderr)
-}
+var runJobs = withSignals(jobsMain)
 
 // allJobs is the --json answer of locusctl jobs without JOB.
 type allJobs struct {
@@ -104,11 +97,7 @@ func jobsMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	tlsCfg, err := o.tls.config()
-	if err != nil {
-		return err
-	}
-	sc, err := o.sched.open(tlsCfg)
+	sc, err := o.sched.openTLS(o.tls)
 	if err != nil {
 		return err
 	}

@@ -7,10 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/locuscache/locus/internal/units"
@@ -164,29 +161,17 @@ func parsePlace(args []string, stderr io.Writer) (placeOptions, error) {
 }
 
 // runPlace is "locusctl place".
-func runPlace(args []string, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return placeMain(ctx, args, stdout, stderr)
-}
+var runPlace = withSignals(placeMain)
 
 func placeMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parsePlace(args, stderr)
 	if err != nil {
 		return err
 	}
-	tlsCfg, err := o.tls.config()
-	if err != nil {
-		return err
-	}
-	// The scheduler keeps a queued task for two locality waits (data-local,
-	// then rack-local) and then its --max-queue-wait; the client adds one
-	// wait to its bound: add the other, so the scheduler's answer (a 503
-	// that says why) comes before our deadline.
-	if o.wait > 0 {
-		o.sched.timeout += o.wait
-	}
-	sc, err := o.sched.open(tlsCfg)
+	// The client bounds Place by --timeout plus twice the wait (data-local,
+	// then rack-local), so the scheduler's own answer (a 503 that says why)
+	// comes before our deadline.
+	sc, err := o.sched.openTLS(o.tls)
 	if err != nil {
 		return err
 	}
@@ -276,22 +261,14 @@ func parseComplete(args []string, stderr io.Writer) (completeOptions, error) {
 }
 
 // runComplete is "locusctl complete".
-func runComplete(args []string, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return completeMain(ctx, args, stdout, stderr)
-}
+var runComplete = withSignals(completeMain)
 
 func completeMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseComplete(args, stderr)
 	if err != nil {
 		return err
 	}
-	tlsCfg, err := o.tls.config()
-	if err != nil {
-		return err
-	}
-	sc, err := o.sched.open(tlsCfg)
+	sc, err := o.sched.openTLS(o.tls)
 	if err != nil {
 		return err
 	}

@@ -9,13 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -186,11 +184,7 @@ func parsePlan(args []string, stderr io.Writer) (planOptions, error) {
 	return o, nil
 }
 
-func runPlan(args []string, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return planMain(ctx, args, stdout, stderr)
-}
+var runPlan = withSignals(planMain)
 
 // errSkipped marks a plan that printed what it could but skipped files.
 var errSkipped = errors.New("some files were skipped")

@@ -6,9 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -98,11 +95,7 @@ func parseStat(args []string, stderr io.Writer) (statOptions, error) {
 }
 
 // runStat is "locusctl stat".
-func runStat(args []string, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return statMain(ctx, args, stdout, stderr)
-}
+var runStat = withSignals(statMain)
 
 // statJSON is the --json answer.
 type statJSON struct {

@@ -6,11 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -78,22 +75,14 @@ func parseRingStatus(args []string, stderr io.Writer) (ringStatusOptions, error)
 }
 
 // runRingStatus is "locusctl ring status".
-func runRingStatus(args []string, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return ringStatusMain(ctx, args, stdout, stderr)
-}
+var runRingStatus = withSignals(ringStatusMain)
 
 func ringStatusMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseRingStatus(args, stderr)
 	if err != nil {
 		return err
 	}
-	tlsCfg, err := o.tls.config()
-	if err != nil {
-		return err
-	}
-	sc, err := o.sched.open(tlsCfg)
+	sc, err := o.sched.openTLS(o.tls)
 	if err != nil {
 		return err
 	}

@@ -8,11 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/locuscache/locus/internal/localcluster"
@@ -88,11 +86,7 @@ type upOptions struct {
 	verbose      bool
 }
 
-func runUp(args []string, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return upMain(ctx, args, stdout, stderr)
-}
+var runUp = withSignals(upMain)
 
 func parseUp(args []string, stderr io.Writer) (upOptions, error) {
 	o := upOptions{passes: 3, tasks: localcluster.DefaultRowGroups, rows: localcluster.DefaultRows,

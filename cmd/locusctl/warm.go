@@ -6,12 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -235,11 +232,7 @@ func parseWarm(args []string, stderr io.Writer) (warmOptions, error) {
 }
 
 // runWarm is "locusctl warm".
-func runWarm(args []string, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return warmMain(ctx, args, stdout, stderr)
-}
+var runWarm = withSignals(warmMain)
 
 // warmItem is one split to warm: a row group and the ranges of it to read
 // (the whole row group, or the chosen column chunks).
