@@ -16,30 +16,37 @@ func AppendPlaceBatchRequest(dst []byte, r *PlaceBatchRequest) []byte {
 	dst = append(dst, `{"job":`...)
 	dst = appendString(dst, r.Job)
 	dst = append(dst, `,"tasks":`...)
-	if r.Tasks == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, '[')
-		for i := range r.Tasks {
-			t := &r.Tasks[i]
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"task":`...)
-			dst = appendString(dst, t.Task)
-			dst = append(dst, `,"split":{"uri":`...)
-			dst = appendString(dst, t.Split.URI)
-			dst = append(dst, `,"offset":`...)
-			dst = strconv.AppendInt(dst, t.Split.Offset, 10)
-			dst = append(dst, `,"length":`...)
-			dst = strconv.AppendInt(dst, t.Split.Length, 10)
-			dst = append(dst, "}}"...)
-		}
-		dst = append(dst, ']')
-	}
+	dst = appendList(dst, r.Tasks == nil, len(r.Tasks), func(dst []byte, i int) []byte {
+		t := &r.Tasks[i]
+		dst = append(dst, `{"task":`...)
+		dst = appendString(dst, t.Task)
+		dst = append(dst, `,"split":{"uri":`...)
+		dst = appendString(dst, t.Split.URI)
+		dst = append(dst, `,"offset":`...)
+		dst = strconv.AppendInt(dst, t.Split.Offset, 10)
+		dst = append(dst, `,"length":`...)
+		dst = strconv.AppendInt(dst, t.Split.Length, 10)
+		return append(dst, "}}"...)
+	})
 	dst = append(dst, `,"wait_ms":`...)
 	dst = strconv.AppendInt(dst, r.WaitMS, 10)
 	return append(dst, '}')
+}
+
+// appendList appends a JSON array of n elements written by elem, or null
+// for a nil slice (as json.Marshal writes them).
+func appendList(dst []byte, isNil bool, n int, elem func(dst []byte, i int) []byte) []byte {
+	if isNil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i := range n {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = elem(dst, i)
+	}
+	return append(dst, ']')
 }
 
 // AppendCompleteBatchRequest appends the JSON of r (as json.Marshal writes
@@ -48,28 +55,19 @@ func AppendCompleteBatchRequest(dst []byte, r *CompleteBatchRequest) []byte {
 	dst = append(dst, `{"job":`...)
 	dst = appendString(dst, r.Job)
 	dst = append(dst, `,"tasks":`...)
-	if r.Tasks == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, '[')
-		for i := range r.Tasks {
-			t := &r.Tasks[i]
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"task":`...)
-			dst = appendString(dst, t.Task)
-			for _, f := range [...]struct {
-				name string
-				v    int64
-			}{{"bytes", t.Bytes}, {"local_hit_bytes", t.LocalHitBytes}, {"peer_hit_bytes", t.PeerHitBytes}, {"miss_bytes", t.MissBytes}, {"duration_ms", t.DurationMS}} {
-				dst = appendKey(dst, false, f.name)
-				dst = strconv.AppendInt(dst, f.v, 10)
-			}
-			dst = append(dst, '}')
+	dst = appendList(dst, r.Tasks == nil, len(r.Tasks), func(dst []byte, i int) []byte {
+		t := &r.Tasks[i]
+		dst = append(dst, `{"task":`...)
+		dst = appendString(dst, t.Task)
+		for _, f := range [...]struct {
+			name string
+			v    int64
+		}{{"bytes", t.Bytes}, {"local_hit_bytes", t.LocalHitBytes}, {"peer_hit_bytes", t.PeerHitBytes}, {"miss_bytes", t.MissBytes}, {"duration_ms", t.DurationMS}} {
+			dst = appendKey(dst, false, f.name)
+			dst = strconv.AppendInt(dst, f.v, 10)
 		}
-		dst = append(dst, ']')
-	}
+		return append(dst, '}')
+	})
 	return append(dst, '}')
 }
 

@@ -456,18 +456,9 @@ func appendPlacement(dst []byte, p *Placement) []byte {
 // exactly what json.NewEncoder(w).Encode(r) writes, final newline included.
 func AppendPlaceBatchResponse(dst []byte, r *PlaceBatchResponse) []byte {
 	dst = append(dst, `{"placements":`...)
-	if r.Placements == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, '[')
-		for i := range r.Placements {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendPlacement(dst, &r.Placements[i])
-		}
-		dst = append(dst, ']')
-	}
+	dst = appendList(dst, r.Placements == nil, len(r.Placements), func(dst []byte, i int) []byte {
+		return appendPlacement(dst, &r.Placements[i])
+	})
 	return append(dst, '}', '\n')
 }
 
@@ -488,36 +479,27 @@ func AppendCompleteResponse(dst []byte, r *CompleteResponse) []byte {
 // /v1/complete/batch, as json.Encoder writes it.
 func AppendCompleteBatchResponse(dst []byte, r *CompleteBatchResponse) []byte {
 	dst = append(dst, `{"results":`...)
-	if r.Results == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, '[')
-		for i := range r.Results {
-			x := &r.Results[i]
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, '{')
-			dst = appendKey(dst, true, "task")
-			dst = appendString(dst, x.Task)
-			if x.Locality != "" {
-				dst = appendKey(dst, false, "locality")
-				dst = appendString(dst, x.Locality)
-			}
-			if x.Error != "" {
-				dst = appendKey(dst, false, "error")
-				dst = appendString(dst, x.Error)
-			}
-			if x.Code != "" {
-				dst = appendKey(dst, false, "code")
-				dst = appendString(dst, x.Code)
-			}
-			dst = appendKey(dst, false, "status")
-			dst = strconv.AppendInt(dst, int64(x.Status), 10)
-			dst = append(dst, '}')
+	dst = appendList(dst, r.Results == nil, len(r.Results), func(dst []byte, i int) []byte {
+		x := &r.Results[i]
+		dst = append(dst, '{')
+		dst = appendKey(dst, true, "task")
+		dst = appendString(dst, x.Task)
+		if x.Locality != "" {
+			dst = appendKey(dst, false, "locality")
+			dst = appendString(dst, x.Locality)
 		}
-		dst = append(dst, ']')
-	}
+		if x.Error != "" {
+			dst = appendKey(dst, false, "error")
+			dst = appendString(dst, x.Error)
+		}
+		if x.Code != "" {
+			dst = appendKey(dst, false, "code")
+			dst = appendString(dst, x.Code)
+		}
+		dst = appendKey(dst, false, "status")
+		dst = strconv.AppendInt(dst, int64(x.Status), 10)
+		return append(dst, '}')
+	})
 	return append(dst, '}', '\n')
 }
 
