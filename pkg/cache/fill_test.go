@@ -132,7 +132,7 @@ func TestFetchParallelismBound(t *testing.T) {
 				defer inFlight.Add(-1)
 				for m := peak.Load(); n > m && !peak.CompareAndSwap(m, n); m = peak.Load() {
 				}
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond)
 				return org.ReadAt(ctx, o, p, off)
 			})
 			c := newRAM(t, slow, 64, func(cfg *cache.Config) {
