@@ -69,6 +69,7 @@ func (l *live) follow(c candidate, p float64) {
 	default:
 		l.tl.setWindow(c.window)
 		l.tl.filter = c.filter
+		l.tl.margin = c.margin
 	}
 }
 
@@ -112,6 +113,7 @@ func (l *live) toTinyLFU(c candidate) {
 	tl.arena = a.arena // the free list moved on in ARC mode
 	tl.setWindow(c.window)
 	tl.filter = c.filter
+	tl.margin = c.margin
 	tl.window, tl.prob, tl.prot = newList(), newList(), newList()
 	split := func(from *list, keep int, rest *list, restQ uint8, head *list, headQ uint8) {
 		n := 0

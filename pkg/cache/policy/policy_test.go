@@ -261,6 +261,66 @@ func TestScanResistance(t *testing.T) {
 	}
 }
 
+// TestStickyAdmission checks the admission margin on a fixed 1% window:
+// over a pass of distinct keys and its reversal (zigzag's first turn), a
+// key coming round again beats an incumbent that has not under Caffeine's
+// rule (its count already includes the access that brought it in), so the
+// first pass's keys are flushed just before they would hit; with margin 1
+// they stay and hit at the end of the reversal, about as often as LRU's
+// most recent keys hit at its start. The contest itself is table-tested.
+func TestStickyAdmission(t *testing.T) {
+	for _, tc := range []struct {
+		cf, vf, margin int
+		want           bool
+	}{
+		{2, 1, 0, true}, {1, 1, 0, false}, {2, 1, 1, false}, {3, 1, 1, true}, {1, 0, 1, false}, {4, 1, 2, true},
+	} {
+		p := newTinyLFU(64, 1, 0.01)
+		p.margin = tc.margin
+		cand, victim := mix64(1), mix64(2)
+		for range tc.cf {
+			p.freq.increment(cand)
+		}
+		for range tc.vf {
+			p.freq.increment(victim)
+		}
+		if got := p.admit(cand, victim); got != tc.want {
+			t.Errorf("admit with counts %d against %d, margin %d = %v, want %v", tc.cf, tc.vf, tc.margin, got, tc.want)
+		}
+	}
+	const capacity, keys = 200, 800
+	reversalHits := func(p Policy) int {
+		var victims []uint64
+		hits := 0
+		for pass := 0; pass < 2; pass++ {
+			for i := 0; i < keys; i++ {
+				k := i
+				if pass == 1 {
+					k = keys - 1 - i
+				}
+				key := mix64(uint64(k) + 1)
+				if p.Touch(key) {
+					hits++
+				} else {
+					victims, _ = p.Insert(key, victims[:0])
+				}
+			}
+		}
+		return hits
+	}
+	newTL := func(margin int) Policy {
+		p := newTinyLFU(capacity, 1, 0.01)
+		p.margin = margin
+		return p
+	}
+	lru, _ := NewLRU(capacity)
+	caffeine, sticky, l := reversalHits(newTL(0)), reversalHits(newTL(1)), reversalHits(lru)
+	t.Logf("reversal hits at %d keys: caffeine's rule %d, sticky %d, lru %d", capacity, caffeine, sticky, l)
+	if sticky < l*9/10 || caffeine > l/2 {
+		t.Errorf("reversal hits: sticky %d (want >= 0.9 x LRU's %d), caffeine's rule %d (want <= half)", sticky, l, caffeine)
+	}
+}
+
 // TestTableMatchesMap checks the open-addressing index against a map under
 // random puts and deletes (backward-shift deletion is the subtle part).
 func TestTableMatchesMap(t *testing.T) {

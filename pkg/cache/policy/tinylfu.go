@@ -31,6 +31,7 @@ type tinyLFU struct {
 	limit  int
 
 	filter    bool // admission contests use the sketch (false: the candidate always wins, SLRU)
+	margin    int  // a candidate must beat the victim's estimated frequency by more than this (0: Caffeine's rule)
 	windowMax int  // target size of the window; main gets limit-windowMax
 	protMax   int  // target size of the protected segment
 
@@ -191,7 +192,11 @@ func (p *tinyLFU) toProbation(i int32) {
 }
 
 // admit decides a contest between a candidate leaving the window and main's
-// victim: the more frequent key wins; a popular candidate that loses still
+// victim: the candidate wins if its estimated frequency exceeds the victim's
+// by more than p.margin (with margin 1 the access that brought the candidate
+// in does not count for it: a key the victim was as popular as before that
+// access stays out, which keeps a loop's or a reversal's incumbents in place
+// until they come round again); a popular candidate that loses still
 // wins 1 time in 128 so that an attacker cannot pin a victim by inflating its
 // count (Caffeine's hash-flooding defence).
 func (p *tinyLFU) admit(cand, victim uint64) bool {
@@ -199,7 +204,7 @@ func (p *tinyLFU) admit(cand, victim uint64) bool {
 		return true
 	}
 	cf, vf := p.freq.frequency(cand), p.freq.frequency(victim)
-	if cf > vf {
+	if cf > vf+p.margin {
 		return true
 	}
 	if cf >= admitHashDoSMinFreq {

@@ -13,17 +13,22 @@ type candidate struct {
 	kind   uint8
 	window float64 // W-TinyLFU: the window's share of the capacity
 	filter bool    // W-TinyLFU: admission contests use the sketch
+	margin int     // W-TinyLFU: the candidate's frequency must exceed the victim's by more than this
 }
 
 // candidates are the configurations the tuner chooses from, in order of
-// preference when two lead by the same margin: Caffeine's 1% window (the
-// start: LFU-like, scan resistant), LRU, ARC, then 10% and 30% windows (a
-// cache under minFiveShadows keys simulates only the first tinyCandidates).
-// The measurements behind the set are in doc.go.
+// preference when two lead by the same margin: Caffeine's 1% window with a
+// sticky admission (the candidate's estimated count must exceed the
+// victim's by at least two, not one; the start: LFU-like, scan resistant,
+// keeps a loop's first keys), LRU, ARC, then the 1% window with Caffeine's
+// own admission rule and 10% and 30% windows (a cache under minAllShadows
+// keys simulates only the first tinyCandidates). The measurements behind
+// the set are in doc.go.
 var candidates = []candidate{
-	{kind: kindTinyLFU, window: 0.01, filter: true},
+	{kind: kindTinyLFU, window: 0.01, filter: true, margin: 1},
 	{kind: kindTinyLFU, window: 1.00, filter: true},
 	{kind: kindARC},
+	{kind: kindTinyLFU, window: 0.01, filter: true},
 	{kind: kindTinyLFU, window: 0.10, filter: true},
 	{kind: kindTinyLFU, window: 0.30, filter: true},
 }
@@ -31,7 +36,7 @@ var candidates = []candidate{
 // The tuner's settings. The measurements behind them are in doc.go.
 var (
 	maxShadow      = 2048 // keys per shadow; a larger cache samples its keys
-	minFiveShadows = 128  // a smaller cache simulates only the first tinyCandidates candidates
+	minAllShadows  = 128  // a smaller cache simulates only the first tinyCandidates candidates
 	tinyCandidates = 3
 	sampledShare   = 0.8  // a sampling cache's shadows hold at most this share of its capacity
 	periodPerKey   = 2.0  // decide every periodPerKey x shadow-capacity sampled accesses
@@ -63,6 +68,7 @@ func newShadow(c candidate, capacity int, seed uint64, freq *sketch) shadow {
 	}
 	s := newTinyLFU(capacity, seed, c.window)
 	s.filter = c.filter
+	s.margin = c.margin
 	s.freq, s.counts = freq, false
 	return s
 }
@@ -120,7 +126,7 @@ func newTuner(capacity int, seed uint64) *tuner {
 		t.full = true
 	} else {
 		// Shadows of at most sampledShare x capacity keys: a cache a little
-		// larger than maxShadow would otherwise pay for five full-size
+		// larger than maxShadow would otherwise pay for six full-size
 		// shadows and a full-size live cache.
 		size = min(maxShadow, int(sampledShare*float64(capacity)))
 		t.threshold = uint64(float64(size) / float64(capacity) * (1 << 63) * 2)
@@ -129,7 +135,7 @@ func newTuner(capacity int, seed uint64) *tuner {
 	// shadows share one, counted here once per access.
 	t.freq = newSketch(size, mix64(seed^0x736b65746368))
 	for i, c := range candidates {
-		if capacity < minFiveShadows && i >= tinyCandidates {
+		if capacity < minAllShadows && i >= tinyCandidates {
 			continue // a tiny cache: its fixed cost per shadow dominates
 		}
 		t.cands = append(t.cands, c)

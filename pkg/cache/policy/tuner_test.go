@@ -192,19 +192,20 @@ func TestTunerChoosesALeadThatPays(t *testing.T) {
 	tu.acc = 10000
 	const span = 1000.0 // projection factor min(30 x 1000 / 10000, 4) = 3
 	for _, tc := range []struct {
-		name          string
-		lru, arc, w10 [2]float64 // wins, losses against shadow 0
-		want          int
+		name         string
+		lru, arc, w1 [2]float64 // wins, losses against shadow 0
+		want         int
 	}{
 		// LRU: lead 150, 12 sigmas, projected 450 < 500: does not pay.
-		// 10%: lead 60, 7.7 sigmas, pays. ARC: lead 90, 1.5 sigmas.
+		// Shadow 3 (the 1% window with Caffeine's admission rule): lead
+		// 60, 7.7 sigmas, pays. ARC: lead 90, 1.5 sigmas.
 		{"smaller lead that pays", [2]float64{150, 0}, [2]float64{1800, 1710}, [2]float64{60, 0}, 3},
 		{"largest lead that pays", [2]float64{200, 0}, [2]float64{1800, 1710}, [2]float64{60, 0}, 1},
 		{"none pays or is real", [2]float64{150, 0}, [2]float64{1800, 1710}, [2]float64{5, 0}, 0},
 	} {
 		set(1, tc.lru[0], tc.lru[1])
 		set(2, tc.arc[0], tc.arc[1])
-		set(3, tc.w10[0], tc.w10[1])
+		set(3, tc.w1[0], tc.w1[1])
 		if got := tu.choose(span); got != tc.want {
 			t.Errorf("%s: choose = %d, want %d", tc.name, got, tc.want)
 		}

@@ -31,6 +31,7 @@ var (
 	sweepSeeds     = flag.String("sweep-seeds", "", "comma-separated policy seeds for TestSeedSweep (empty: skip)")
 	sweepSynth     = flag.Bool("sweep-synth", false, "TestSeedSweep replays the synthetic traces instead of the shared ones")
 	sweepBaselines = flag.String("sweep-baselines", "", "file caching TestSeedSweep's baseline hit ratios")
+	sweepDump      = flag.String("sweep-dump", "", "file TestSeedSweep writes every point's gap to, one line per point (trace@percent and a gap per seed)")
 )
 
 const sweepOtterRuns = 5
@@ -200,6 +201,21 @@ func TestSeedSweep(t *testing.T) {
 		}
 	}
 	t.Log("\n" + b.String())
+	if *sweepDump != "" {
+		var d strings.Builder
+		for i := range traces {
+			for j := range acceptanceFractions {
+				fmt.Fprintf(&d, "%s@%g", base[i][j].Trace, base[i][j].Fraction*100)
+				for _, v := range gaps[i][j] {
+					fmt.Fprintf(&d, "\t%+.2f", v)
+				}
+				d.WriteString("\n")
+			}
+		}
+		if err := os.WriteFile(*sweepDump, []byte(d.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func sliceMin(v []float64) float64 {
