@@ -85,7 +85,9 @@ func TestDiag(t *testing.T) {
 			if c.kind == kindARC {
 				p = newARC(capacity, 1)
 			} else {
-				p = newTinyLFU(capacity, 1, c.window)
+				tl := newTinyLFU(capacity, 1, c.window)
+				tl.filter, tl.margin = c.filter, c.margin
+				p = tl
 			}
 			fmt.Fprintf(&b, "  fixed %v: %.2f\n", c, 100*diagRun(p, keys))
 		}
