@@ -34,4 +34,8 @@ if [ -n "$plain" ]; then
   echo "== go test (pure packages and tools)"
   go test -count=1 -timeout 15m $plain || status=1
 fi
+# The simulator replays in parallel (sim.Run): its runner's tests under -race
+# (the trace replays themselves are the pure, CPU-heavy part tested above).
+echo "== go test -race (pkg/cache/sim runner)"
+go test -race -count=1 -timeout 5m -run 'TestRun' ./pkg/cache/sim || status=1
 exit $status

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -37,6 +38,7 @@ func runCacheSim(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	seed := fs.Uint64("seed", 1, "seed of the policies that take one (the default policy's hashes and tie-breaks; not wtinylfu's)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "replays run at once (one policy at one capacity each; the results do not depend on it, the memory grows with it)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			cacheSimUsage(stderr, fs)
@@ -57,8 +59,12 @@ func runCacheSim(args []string, stdout, stderr io.Writer) error {
 	if (*capacity == "") == (*fracs == "") {
 		return usageErrorf("give exactly one of --capacity N and --capacity-frac F[,F...]")
 	}
+	if *parallel < 1 {
+		return usageErrorf("--parallel %d: want at least 1", *parallel)
+	}
 	var opts sim.Options
 	opts.Seed = *seed
+	opts.Parallel = *parallel
 	if *capacity != "" {
 		for _, s := range strings.Split(*capacity, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -142,7 +148,8 @@ func cacheSimUsage(w io.Writer, fs *flag.FlagSet) {
 
 Replays a trace through the page cache's eviction policies (the real policy
 code, no disk) and prints each policy's hit ratio at each capacity:
-  locus     the default policy (W-TinyLFU with a window tuned by miniature simulation)
+  locus     the default policy (W-TinyLFU, LRU and ARC variants; the one
+            that does best on the recent accesses, by miniature simulation)
   lru       least recently used, the baseline
   arc       ARC (hashicorp/golang-lru/arc/v2)
   wtinylfu  adaptive W-TinyLFU (maypok86/otter/v2, synchronous maintenance);

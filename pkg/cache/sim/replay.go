@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/locuscache/locus/pkg/cache/policy"
@@ -133,6 +134,10 @@ type Options struct {
 	// enough to be worth reporting (after ProgressEvery; default 2s).
 	Progress      io.Writer
 	ProgressEvery time.Duration
+	// Parallel is how many replays run at once (each replay is one policy
+	// at one capacity, on its own goroutine; results do not depend on it).
+	// 0 or 1: one at a time.
+	Parallel int
 }
 
 // Size is one capacity of a run, with the fraction it came from (0 if given
@@ -191,38 +196,80 @@ func Run(t *Trace, opts Options) ([]Result, error) {
 		every = 2 * time.Second
 	}
 	var oracle *Oracle
-	start, last := time.Now(), time.Now()
-	total, done := len(names)*len(sizes), 0
-	results := make([]Result, 0, total)
+	for _, n := range names {
+		if n == NameBelady {
+			oracle = NewOracle(t.Keys) // read-only: shared by the replays
+			break
+		}
+	}
+	type job struct {
+		i    int
+		name string
+		size Size
+	}
+	var jobs []job
 	for _, s := range sizes {
 		for _, n := range names {
+			jobs = append(jobs, job{len(jobs), n, s})
+		}
+	}
+	results := make([]Result, len(jobs))
+	errs := make([]error, len(jobs))
+	var (
+		mu         sync.Mutex // guards done, last and writes to opts.Progress
+		done       int
+		start      = time.Now()
+		last       = start
+		next       = make(chan job)
+		wg         sync.WaitGroup
+		workers    = min(max(1, opts.Parallel), len(jobs))
+		replayOnce = func(j job) {
 			var hits int64
-			if n == NameBelady {
-				if oracle == nil {
-					oracle = NewOracle(t.Keys)
-				}
-				hits = oracle.Hits(s.Capacity)
+			if j.name == NameBelady {
+				hits = oracle.Hits(j.size.Capacity)
 			} else {
-				c, err := opts.newCache(n, s.Capacity)
+				c, err := opts.newCache(j.name, j.size.Capacity)
 				if err != nil {
-					return nil, err
+					errs[j.i] = err
+					return
 				}
 				hits = Replay(t.Keys, c)
 			}
-			results = append(results, Result{
-				Policy:   n,
-				Capacity: s.Capacity,
-				Fraction: s.Fraction,
+			results[j.i] = Result{
+				Policy:   j.name,
+				Capacity: j.size.Capacity,
+				Fraction: j.size.Fraction,
 				Accesses: int64(len(t.Keys)),
 				Hits:     hits,
 				HitRatio: float64(hits) / float64(len(t.Keys)),
-			})
+			}
+			mu.Lock()
+			defer mu.Unlock()
 			done++
 			if opts.Progress != nil && time.Since(last) >= every {
 				last = time.Now()
 				fmt.Fprintf(opts.Progress, "cache-sim: %s: %d/%d replays done (%s, capacity %d), %s elapsed\n",
-					t.Name, done, total, n, s.Capacity, time.Since(start).Round(time.Second))
+					t.Name, done, len(jobs), j.name, j.size.Capacity, time.Since(start).Round(time.Second))
 			}
+		}
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				replayOnce(j)
+			}
+		}()
+	}
+	for _, j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
 		}
 	}
 	return results, nil

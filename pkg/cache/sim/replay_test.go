@@ -98,3 +98,34 @@ func TestRunReportsProgress(t *testing.T) {
 		t.Errorf("progress output %q", buf.String())
 	}
 }
+
+// TestRunParallelSameResults: replays on several goroutines give the same
+// results, in the same order, as one at a time (the deterministic
+// policies; otter seeds itself at random).
+func TestRunParallelSameResults(t *testing.T) {
+	tr := SynthPhases(300, 4000, 3, 9)
+	opts := Options{Policies: []string{"locus", "lru", NameARC, NameBelady}, Fractions: []float64{0.05, 0.25}, Capacities: []int{7}, Seed: 3}
+	one, err := Run(tr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int{2, 3, 16} {
+		opts.Parallel = p
+		got, err := Run(tr, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(one) {
+			t.Fatalf("parallel %d: %d results, want %d", p, len(got), len(one))
+		}
+		for i := range one {
+			if got[i] != one[i] {
+				t.Errorf("parallel %d, result %d: got %+v, want %+v", p, i, got[i], one[i])
+			}
+		}
+	}
+	opts.Policies = []string{"lru", "lfu"}
+	if _, err := Run(tr, opts); !errors.Is(err, ErrUnknownPolicy) {
+		t.Errorf("unknown policy with parallel replays: got %v, want ErrUnknownPolicy", err)
+	}
+}
