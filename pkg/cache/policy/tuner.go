@@ -48,6 +48,8 @@ var (
 	maxProjection  = 4.0  // ... but at most this many times as long as it was measured
 	sampledCost    = 0.5  // sampled: a switch costs this many times the sampled keys to load (the live cache loads none)
 	typeSwitchCost = 1.0  // sampled: a switch between W-TinyLFU and ARC costs this many times more
+	earlyDiv       = 4    // sampled: the early shadows hold this many times fewer keys than the shadows
+	minEarly       = 64   // ... but at least this many
 )
 
 // decisionHook, if set (by tests and experiments), sees every decision and
@@ -117,6 +119,17 @@ type tuner struct {
 	period int  // sampled accesses between decisions
 	cur    int  // index of the candidate the live cache follows
 	filled bool // the shadows have been full (they hold the same keys until then)
+
+	// A sampling tuner's early shadows: the candidates at a quarter of the
+	// shadows' size, over the same sample, until the shadows fill (then
+	// nil). They fill first, so by the time the shadows (and the live
+	// cache) fill and start to disagree, the early shadows have ranked
+	// the candidates at a smaller size: the live cache starts from the
+	// one that leads there, a switch that costs nothing yet, since until
+	// the live cache is full every candidate holds the same keys.
+	early []shadow
+	ewins []float64 // as wins, for the early shadows
+	eacc  float64   // sampled accesses the early shadows saw
 }
 
 func newTuner(capacity int, seed uint64) *tuner {
@@ -142,6 +155,13 @@ func newTuner(capacity int, seed uint64) *tuner {
 		t.shadows = append(t.shadows, newShadow(c, size, mix64(seed+uint64(i)+1), t.freq))
 	}
 	t.wins = make([]float64, len(t.shadows)*len(t.shadows))
+	if !t.full {
+		esize := max(minEarly, size/earlyDiv)
+		for i, c := range t.cands {
+			t.early = append(t.early, newShadow(c, esize, mix64(seed+uint64(i)+0x65617279), t.freq))
+		}
+		t.ewins = make([]float64, len(t.early)*len(t.early))
+	}
 	t.period = max(16, int(periodPerKey*float64(size)))
 	t.next = max(16, min(t.period, size/firstPeriodDiv))
 	return t
@@ -179,33 +199,33 @@ func (t *tuner) access(key uint64) bool {
 			t.curVictims = append(t.curVictims, t.victims...)
 		}
 	}
-	k := len(t.shadows)
-	if all := uint64(1)<<k - 1; hits != 0 && hits != all {
-		for i := 0; i < k; i++ {
-			if hits&(1<<i) == 0 {
-				continue
-			}
-			for j := 0; j < k; j++ {
-				if hits&(1<<j) == 0 {
-					t.wins[i*k+j]++
-				}
-			}
-		}
-	}
+	tally(t.wins, hits, len(t.shadows))
 	t.acc++
+	switched := false
+	if t.early != nil {
+		t.victims = replay(t.early, key, t.ewins, t.victims)
+		t.eacc++
+	}
 	if !t.filled && t.shadows[0].Len() >= t.shadows[0].Cap() {
 		// The shadows are full: from now on they disagree. A sampling
-		// cache restarts its schedule of decisions here (it may have
+		// cache starts from the candidate its early shadows rank first
+		// and restarts its schedule of decisions here (it may have
 		// reached a long period while the shadows were filling, telling
 		// them apart on nothing); a full-sampling one fills as early
 		// as its schedule starts anyway.
 		t.filled = true
 		if !t.full {
+			if best := t.earlyChoice(); best != t.cur {
+				t.cur = best
+				t.curHolds = t.shadows[best].contains(key)
+				switched = true
+			}
+			t.early, t.ewins = nil, nil
 			t.n, t.next = 0, max(16, min(t.period, t.shadows[0].Cap()/firstPeriodDiv))
 		}
 	}
 	if t.n++; t.n < t.next {
-		return false
+		return switched
 	}
 	t.n = 0
 	span := float64(t.next)
@@ -214,7 +234,6 @@ func (t *tuner) access(key uint64) bool {
 	if decisionHook != nil {
 		decisionHook(t, best)
 	}
-	switched := false
 	if best != t.cur {
 		t.cur = best
 		t.curHolds = t.shadows[best].contains(key)
@@ -225,6 +244,60 @@ func (t *tuner) access(key uint64) bool {
 	}
 	t.acc *= scoreDecay
 	return switched
+}
+
+// tally adds an access to the pairwise tallies of k shadows: every shadow
+// whose bit is set in hits hit it and beat every shadow whose bit is not.
+func tally(wins []float64, hits uint64, k int) {
+	if all := uint64(1)<<k - 1; hits == 0 || hits == all {
+		return
+	}
+	for i := 0; i < k; i++ {
+		if hits&(1<<i) == 0 {
+			continue
+		}
+		for j := 0; j < k; j++ {
+			if hits&(1<<j) == 0 {
+				wins[i*k+j]++
+			}
+		}
+	}
+}
+
+// replay gives key to every shadow in shadows (a hit, or an Insert) and
+// tallies the access in wins. victims is scratch space, returned for reuse.
+func replay(shadows []shadow, key uint64, wins []float64, victims []uint64) []uint64 {
+	var hits uint64
+	for i, s := range shadows {
+		if s.Touch(key) {
+			hits |= 1 << i
+			continue
+		}
+		victims, _ = s.Insert(key, victims[:0])
+	}
+	tally(wins, hits, len(shadows))
+	return victims
+}
+
+// realLead returns shadow i's lead over shadow j in the tallies wins of k
+// shadows over acc accesses, and whether it is real: at least minGain of
+// the accesses and minSigmas standard deviations of the paired sign test.
+func realLead(wins []float64, k, i, j int, acc float64) (float64, bool) {
+	gain := wins[i*k+j] - wins[j*k+i]
+	return gain, gain > minGain*acc && gain > minSigmas*math.Sqrt(wins[i*k+j]+wins[j*k+i])
+}
+
+// earlyChoice returns the candidate whose early shadow has the largest real
+// lead over the current one's, the current one if none has.
+func (t *tuner) earlyChoice() int {
+	k := len(t.early)
+	best, lead := t.cur, 0.0
+	for i := 0; i < k; i++ {
+		if gain, ok := realLead(t.ewins, k, i, t.cur, t.eacc); i != t.cur && ok && gain > lead {
+			best, lead = i, gain
+		}
+	}
+	return best
 }
 
 // choose returns the candidate to follow after a period of span sampled
@@ -244,8 +317,8 @@ func (t *tuner) choose(span float64) int {
 		if i == t.cur {
 			continue
 		}
-		gain := t.wins[i*k+t.cur] - t.wins[t.cur*k+i]
-		if gain <= minGain*t.acc || gain <= minSigmas*math.Sqrt(t.wins[i*k+t.cur]+t.wins[t.cur*k+i]) {
+		gain, ok := realLead(t.wins, k, i, t.cur, t.acc)
+		if !ok {
 			continue
 		}
 		if gain > lead && gain*min(horizon*span/t.acc, maxProjection) > t.switchCost(i) {

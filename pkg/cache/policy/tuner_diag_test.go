@@ -23,10 +23,11 @@ import (
 // (the fourth round's diagnosis in doc.go came from it):
 //
 //	go test ./pkg/cache/policy -run TestDiag -count=1 -v \
-//	    -args -diag cache2k-web07@25,lirs-cpp@25 [-diagv]
+//	    -args -diag cache2k-web07@25,lirs-cpp@25 [-diagv] [-diagseed 2]
 var (
 	diagPoints  = flag.String("diag", "", "trace@percent,... for TestDiag (empty: skip)")
 	diagVerbose = flag.Bool("diagv", false, "TestDiag prints every decision")
+	diagSeed    = flag.Uint64("diagseed", 1, "the default policy's seed in TestDiag")
 )
 
 func diagRead(t *testing.T, name string) ([]uint64, int) {
@@ -92,7 +93,7 @@ func TestDiag(t *testing.T) {
 			fmt.Fprintf(&b, "  fixed %v: %.2f\n", c, 100*diagRun(p, keys))
 		}
 		// The tuner's run.
-		p, _ := New(capacity, 1)
+		p, _ := New(capacity, *diagSeed)
 		tu := tunerOf(p)
 		var i int
 		var cur int

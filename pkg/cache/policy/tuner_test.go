@@ -231,3 +231,41 @@ func TestTunerRestartsScheduleWhenFull(t *testing.T) {
 		t.Errorf("after the shadows filled: n %d, next %d; want 1, %d", tu.n, tu.next, size/firstPeriodDiv)
 	}
 }
+
+// TestTunerEarlyShadows checks a sampling tuner's early shadows: a quarter
+// of the shadows' size, gone once the shadows fill, and the candidate
+// whose early shadow leads for real (2 sigmas of the paired test) is the
+// one the live cache starts from, reported as a switch when the shadows
+// fill; a lead that is not real changes nothing.
+func TestTunerEarlyShadows(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		win, loss float64 // ARC's early shadow against the start's
+		want      int
+	}{
+		{"real lead", 100, 10, 2},
+		{"noise", 30, 20, 0},
+	} {
+		tu := newTuner(20000, 1)
+		if tu.full || len(tu.early) != len(tu.shadows) || tu.early[0].Cap() != tu.shadows[0].Cap()/earlyDiv {
+			t.Fatalf("%s: setup: full %v, %d early shadows of %d keys for %d-key shadows", tc.name, tu.full, len(tu.early), tu.early[0].Cap(), tu.shadows[0].Cap())
+		}
+		k := len(tu.early)
+		tu.ewins[2*k], tu.ewins[2], tu.eacc = tc.win, tc.loss, 1000
+		switched := false
+		for key := uint64(1); !tu.filled; key++ {
+			if !tu.sampled(mix64(key)) {
+				continue
+			}
+			if tu.access(mix64(key)) {
+				switched = true
+			}
+		}
+		if tu.early != nil || tu.ewins != nil {
+			t.Errorf("%s: early shadows kept after the shadows filled", tc.name)
+		}
+		if tu.cur != tc.want || switched != (tc.want != 0) {
+			t.Errorf("%s: following %d (switch reported: %v), want %d", tc.name, tu.cur, switched, tc.want)
+		}
+	}
+}

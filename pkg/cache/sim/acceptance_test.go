@@ -51,12 +51,12 @@ const (
 // in pkg/cache/policy/doc.go, not a pass: shrink the list when the policy
 // improves; never widen a bound to make a regression pass.
 var knownShortfalls = map[string]float64{
-	// ARC wins. These caches sample their keys; their live cache can
-	// become ARC (and does), but on these short traces the sampled tuner
-	// sees ARC's lead only late: the shadows fill at a third of web07's
-	// accesses, and the lead pays for a switch only after half of them.
-	"cache2k-web07@25%": -1.12, // worst -0.87
-	"cache2k-web07@50%": -1.37, // worst -1.12
+	// ARC wins; the cache samples its keys. For seed 1 the early shadows
+	// rank ARC first and the live cache becomes ARC when it fills (10% of
+	// the trace); for seed 2 (another sample of keys) they rank the 30%
+	// window first, and the tuner reaches ARC at half the trace. At 50%
+	// every seed 1 to 5 now passes (-0.10 to -0.12).
+	"cache2k-web07@25%": -0.88, // worst -0.63
 	// A short trace whose leader changes: the tuner leaves the sticky 1%
 	// window for LRU on a lead tied with ARC's and the wider windows', then
 	// LRU falls behind and the second switch, to ARC, costs more than the
@@ -78,7 +78,8 @@ var knownShortfalls = map[string]float64{
 	"lirs-multi2@25%": -1.16, // worst -0.91
 	"lirs-multi1@10%": -0.80, // worst -0.55
 	"lirs-cs@50%":     -0.78, // worst -0.53
-	// (The sixth round's sticky admission took multi1 25%, zigzag 50%, scan
+	// (The sixth round's early shadows took web07 50% off this list, its
+	// sticky admission multi1 25%, zigzag 50%, scan
 	// 50%, scan and loop 5%, cs 10% and 25%, gli 5% and 50%, ps 1% and
 	// multi2 5% off this list: within the bar for every seed 1 to 5 against
 	// otter's highest of 40 runs.)
