@@ -48,6 +48,24 @@ func precondition(h http.Header, etag string, mod time.Time) int {
 	return 0
 }
 
+// namesOtherETag reports whether the request names a version by ETag that
+// is not etag, in If-None-Match (not "*") or in an If-Range that governs a
+// Range: the client may know a newer version than a cached Stat answer
+// (it would get 200 with the old bytes instead of 304, or the whole old
+// object instead of its range of the new one), so the gateway revalidates
+// first. A client whose ETag matches costs nothing; one that names another
+// costs one origin Stat (as a read of a named version does on gRPC).
+func namesOtherETag(h http.Header, etag string) bool {
+	if inm := strings.TrimSpace(h.Get("If-None-Match")); inm != "" && inm != "*" && !etagListMatches(inm, etag, true) {
+		return true
+	}
+	ir := strings.TrimSpace(h.Get("If-Range"))
+	if h.Get("Range") == "" || !strings.HasPrefix(ir, `"`) {
+		return false // no range to govern, a date, or a weak tag (never matches)
+	}
+	return !etagListMatches(ir, etag, false)
+}
+
 // rangeApplies reports whether a Range header should be honoured given
 // If-Range: true without If-Range, or when its ETag (strong comparison) or
 // date (exactly the object's Last-Modified) still describes the object.

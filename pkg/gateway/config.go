@@ -38,9 +38,11 @@ type Backend interface {
 // a cache (a node's stat cache trusts an answer for its TTL). Revalidate
 // stats the object at the origin, refreshing that cache. The gateway calls
 // it once before it fails a request's precondition (If-Match,
-// If-Unmodified-Since) against a Stat answer: a client that learned the new
-// ETag elsewhere (another node, the origin) must not get 412 because this
-// node has not seen the rewrite yet.
+// If-Unmodified-Since) against a Stat answer, and before it answers a
+// request whose If-None-Match or If-Range names another ETag than the Stat
+// answer's: a client that learned the new ETag elsewhere (another node, the
+// origin) must not get 412, or the old bytes, because this node has not
+// seen the rewrite yet.
 type Revalidator interface {
 	Revalidate(ctx context.Context, uri string) (origin.Info, error)
 }

@@ -60,7 +60,11 @@
 // Conditional headers (If-Match, If-None-Match, If-Modified-Since,
 // If-Unmodified-Since) are evaluated in RFC 9110 order with S3's
 // documented precedence (304 Not Modified, 412 PreconditionFailed), and
-// If-Range is honoured. See conditional.go.
+// If-Range is honoured. See conditional.go. A Backend's Stat may answer
+// from a cache (a node's, for its TTL); when it implements Revalidator, the
+// gateway asks the origin again before it fails a precondition, and before
+// it answers an If-None-Match or If-Range that names an ETag other than the
+// cached one (the client may know a newer version).
 //
 // Errors are S3 XML documents,
 // <Error><Code/><Message/><Resource/><RequestId/></Error>, without a body

@@ -169,9 +169,11 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 	rid, bucket, key, uri string, q url.Values, mayRetry bool) (retry bool) {
 	info, err := g.cfg.Backend.Stat(ctx, uri)
 	if rv, ok := g.cfg.Backend.(Revalidator); ok && err == nil &&
-		precondition(r.Header, quoteETag(info.Version), info.ModTime) == http.StatusPreconditionFailed {
-		// The Backend's Stat may be stale: fail the precondition only
-		// against the origin's current answer.
+		(precondition(r.Header, quoteETag(info.Version), info.ModTime) == http.StatusPreconditionFailed ||
+			namesOtherETag(r.Header, quoteETag(info.Version))) {
+		// The Backend's Stat may be stale: fail the precondition, or
+		// answer a client that names another version, only against the
+		// origin's current answer.
 		info, err = rv.Revalidate(ctx, uri)
 	}
 	if err != nil {

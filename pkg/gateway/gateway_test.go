@@ -671,9 +671,11 @@ func (b *staleBackend) Revalidate(ctx context.Context, uri string) (origin.Info,
 }
 
 // TestConditionalRevalidates: a client that learned the new ETag elsewhere
-// (another gateway node, the origin) and sends If-Match with it must not
-// get 412 because this node's stat cache still holds the old version: the
-// gateway asks the Backend to revalidate before failing a precondition.
+// (another gateway node, the origin) and sends it in If-Match, If-None-Match
+// or If-Range must not get 412, the old bytes, or the whole old object
+// because this node's stat cache still holds the old version: the gateway
+// asks the Backend to revalidate before it fails a precondition or serves
+// a request that names an ETag other than the cached one.
 func TestConditionalRevalidates(t *testing.T) {
 	m := origintest.NewMemStore()
 	old := m.Put("s3://bkt/obj", []byte("old version"))
@@ -698,6 +700,18 @@ func TestConditionalRevalidates(t *testing.T) {
 		{"If-Match new, ranged", old, []string{"If-Match", quoteETag(cur.Version), "Range", "bytes=4-"}, 206, "version!", 1},
 		{"If-Match other", old, []string{"If-Match", `"nope"`}, 412, "", 1},
 		{"fresh, If-Match holds", cur, []string{"If-Match", quoteETag(cur.Version)}, 200, "new version!", 0},
+		// If-None-Match with the new ETag: the client has the current
+		// version, 304, not the old bytes with 200.
+		{"If-None-Match new", old, []string{"If-None-Match", quoteETag(cur.Version)}, 304, "", 1},
+		{"If-None-Match old (client behind)", old, []string{"If-None-Match", quoteETag(old.Version)}, 304, "", 0},
+		{"If-None-Match other", old, []string{"If-None-Match", `"nope"`}, 200, "new version!", 1},
+		{"fresh, If-None-Match old", cur, []string{"If-None-Match", quoteETag(old.Version)}, 200, "new version!", 1},
+		{"fresh, If-None-Match holds", cur, []string{"If-None-Match", quoteETag(cur.Version)}, 304, "", 0},
+		{"If-None-Match *", old, []string{"If-None-Match", "*"}, 304, "", 0},
+		// If-Range with the new ETag: the range of the new version, not the
+		// whole old object.
+		{"If-Range new", old, []string{"If-Range", quoteETag(cur.Version), "Range", "bytes=4-"}, 206, "version!", 1},
+		{"fresh, If-Range holds", cur, []string{"If-Range", quoteETag(cur.Version), "Range", "bytes=4-"}, 206, "version!", 0},
 		{"fresh, no condition", cur, nil, 200, "new version!", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -73,18 +73,19 @@ func TestGatewayMounted(t *testing.T) {
 
 // TestGatewayIfMatchAfterRewrite: a client that learned an object's new
 // ETag from another node (or the origin) and sends it in If-Match gets the
-// new bytes, not 412, from a node whose stat cache still holds the old
-// version (StatTTL is long here so the stale entry cannot expire).
+// new bytes, not 412, and in If-None-Match gets 304, not the old bytes,
+// from a node whose stat cache still holds the old version (StatTTL is
+// long here so the stale entry cannot expire).
 func TestGatewayIfMatchAfterRewrite(t *testing.T) {
 	mem := origintest.NewMemStore()
 	mem.Put("s3://lake/t/obj", []byte("version one"))
 	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: mem, StatTTL: time.Hour})
 	hc := c.HTTPClient()
-	get := func(etag string) (int, string) {
+	get := func(header, etag string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest("GET", c.HTTPURL(0)+"/lake/t/obj", nil)
 		if etag != "" {
-			req.Header.Set("If-Match", etag)
+			req.Header.Set(header, etag)
 		}
 		resp, err := hc.Do(req)
 		if err != nil {
@@ -94,14 +95,19 @@ func TestGatewayIfMatchAfterRewrite(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	if code, body := get(""); code != 200 || body != "version one" {
+	quoted := func(v string) string { return `"` + strings.Trim(v, `"`) + `"` }
+	if code, body := get("", ""); code != 200 || body != "version one" {
 		t.Fatalf("first GET: %d %q", code, body)
 	}
 	cur := mem.Put("s3://lake/t/obj", []byte("version two"))
-	if code, body := get(`"` + strings.Trim(cur.Version, `"`) + `"`); code != 200 || body != "version two" {
+	if code, body := get("If-Match", quoted(cur.Version)); code != 200 || body != "version two" {
 		t.Fatalf("GET with If-Match of the new ETag: %d %q, want 200 \"version two\"", code, body)
 	}
-	if code, _ := get(`"not-an-etag"`); code != http.StatusPreconditionFailed {
+	if code, _ := get("If-Match", `"not-an-etag"`); code != http.StatusPreconditionFailed {
 		t.Fatalf("GET with a wrong If-Match: %d, want 412", code)
+	}
+	cur = mem.Put("s3://lake/t/obj", []byte("version three"))
+	if code, body := get("If-None-Match", quoted(cur.Version)); code != http.StatusNotModified {
+		t.Fatalf("GET with If-None-Match of the new ETag: %d %q, want 304", code, body)
 	}
 }

@@ -66,7 +66,8 @@ func (n *Node) Stat(ctx context.Context, uri string) (origin.Info, error) {
 
 // Revalidate is Stat without trusting the stat cache: it asks the origin
 // and refreshes the entry. The S3 gateway calls it before failing a
-// request's If-Match or If-Unmodified-Since against a cached answer.
+// request's If-Match or If-Unmodified-Since against a cached answer, and
+// before answering an If-None-Match or If-Range that names another ETag.
 func (n *Node) Revalidate(ctx context.Context, uri string) (origin.Info, error) {
 	if err := checkURI(uri); err != nil {
 		return origin.Info{}, err
