@@ -66,7 +66,8 @@ placement key, owner, rack, and replicas with --replication > 1), or with
 offset, length, num_rows, block, placement_key, owner, rack, replicas).
 Progress and a summary go to stderr.
 
-Errors: a bad URI or flags exit 2; a listing that fails exits 1. A file
+Errors: a bad URI or flags exit 2; a listing that fails, or finds no
+Parquet object under URI, exits 1. A file
 whose footer cannot be read (not Parquet, corrupt, encrypted, vanished,
 unreadable) is skipped with a warning on stderr; the others are printed,
 and the exit status is 1 at the end.
@@ -240,7 +241,8 @@ func planMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("listing %s: %w", o.uri, err)
 	}
 	if len(infos) == 0 {
-		fmt.Fprintf(stderr, "locusctl plan: no Parquet objects under %s\n", o.uri)
+		// As warm does: an empty plan is most often a mistyped prefix.
+		return fmt.Errorf("no Parquet objects under %s (objects named *.parquet or *.parq; --sniff for others)", o.uri)
 	}
 
 	// Read the footers in parallel; each goroutine writes only its own slot.

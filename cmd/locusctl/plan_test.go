@@ -301,8 +301,8 @@ func TestPlanBadArguments(t *testing.T) {
 	if _, _, err := plan(t, fileURI(filepath.Join(dir, "missing")+"/")); err == nil {
 		t.Errorf("a file root that does not exist: no error")
 	}
-	out, errOut, err := plan(t, "--nodes", "3", fileURI(dir+"/")) // flags before the URI; an empty prefix
-	if err != nil || !strings.Contains(errOut, "no Parquet objects") || strings.Count(out, "\n") != 1 {
-		t.Errorf("empty prefix: %v, %q, %q", err, out, errOut)
+	out, _, err := plan(t, "--nodes", "3", fileURI(dir+"/")) // flags before the URI; an empty prefix
+	if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), "no Parquet objects under") || out != "" {
+		t.Errorf("empty prefix: %v, %q; want exit 1 naming the prefix, as warm does, and no output", err, out)
 	}
 }
