@@ -182,12 +182,38 @@ func SynthOneHit(hot int, oneHit float64, accesses int, seed uint64) *Trace {
 	return b.trace("synth-one-hit")
 }
 
+// SynthStack is LRU's home ground, a stack-distance model: each access is a
+// new key with probability newShare, else a re-reference of the key at a
+// depth of the LRU stack drawn from an exponential distribution with mean
+// meanDepth (0 is the most recent key). Recency alone predicts reuse; a
+// frequency filter only delays the keys that matter.
+func SynthStack(newShare, meanDepth float64, accesses int, seed uint64) *Trace {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	b := newSynthBuilder(accesses)
+	var stack []uint64 // most recent last
+	next := uint64(spaceHot)
+	for range accesses {
+		var k uint64
+		if len(stack) == 0 || rng.Float64() < newShare {
+			k, next = next, next+1
+		} else {
+			d := min(int(rng.ExpFloat64()*meanDepth), len(stack)-1)
+			i := len(stack) - 1 - d
+			k = stack[i]
+			stack = append(stack[:i], stack[i+1:]...)
+		}
+		stack = append(stack, k)
+		b.add(k)
+	}
+	return b.trace("synth-stack")
+}
+
 // SyntheticTraces returns the synthetic set the acceptance tests check
 // besides the shared traces, each generated with its fixed seed: Zipf at
 // skews 0.6, 0.9 and 1.2; Zipf with periodic large scans; a loop a little
 // larger than the mid-size caches; phase-changing working sets; alternating
-// recency and frequency phases; and a one-hit-wonder heavy web-like stream.
-// About 1.3 million accesses in all.
+// recency and frequency phases; a one-hit-wonder heavy web-like stream; and
+// an LRU stack-distance stream. About 1.5 million accesses in all.
 func SyntheticTraces() []*Trace {
 	return []*Trace{
 		SynthZipf(0.6, 20000, 150000, 11),
@@ -198,5 +224,6 @@ func SyntheticTraces() []*Trace {
 		SynthPhases(6000, 30000, 6, 16),
 		SynthMixed(4000, 25000, 8, 17),
 		SynthOneHit(15000, 0.5, 150000, 18),
+		SynthStack(0.3, 1000, 150000, 19),
 	}
 }
