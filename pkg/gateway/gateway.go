@@ -168,13 +168,21 @@ func (g *Gateway) object(w http.ResponseWriter, r *http.Request, rid, bucket, ke
 func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	rid, bucket, key, uri string, q url.Values, mayRetry bool) (retry bool) {
 	info, err := g.cfg.Backend.Stat(ctx, uri)
-	if rv, ok := g.cfg.Backend.(Revalidator); ok && err == nil &&
-		(precondition(r.Header, quoteETag(info.Version), info.ModTime) == http.StatusPreconditionFailed ||
-			namesOtherETag(r.Header, quoteETag(info.Version))) {
-		// The Backend's Stat may be stale: fail the precondition, or
-		// answer a client that names another version, only against the
-		// origin's current answer.
-		info, err = rv.Revalidate(ctx, uri)
+	if rv, ok := g.cfg.Backend.(Revalidator); ok && err == nil {
+		etag := quoteETag(info.Version)
+		switch {
+		case precondition(r.Header, etag, info.ModTime) == http.StatusPreconditionFailed:
+			// The Backend's Stat may be stale: fail the precondition only
+			// against the origin's current answer.
+			info, err = rv.Revalidate(ctx, uri)
+		case namesOtherETag(r.Header, etag):
+			// The client may know a newer version: ask the origin, but
+			// if it cannot answer (down, throttling), serve what the
+			// cache knows rather than fail a request it could serve.
+			if fresh, rerr := rv.Revalidate(ctx, uri); rerr == nil || errors.Is(rerr, origin.ErrNotFound) {
+				info, err = fresh, rerr
+			}
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {

@@ -659,6 +659,7 @@ type staleBackend struct {
 	StoreBackend
 	stale       origin.Info
 	revalidated int
+	revalErr    error // if set, Revalidate fails with it
 }
 
 func (b *staleBackend) Stat(ctx context.Context, uri string) (origin.Info, error) {
@@ -667,7 +668,49 @@ func (b *staleBackend) Stat(ctx context.Context, uri string) (origin.Info, error
 
 func (b *staleBackend) Revalidate(ctx context.Context, uri string) (origin.Info, error) {
 	b.revalidated++
+	if b.revalErr != nil {
+		return origin.Info{}, b.revalErr
+	}
 	return b.Store.Stat(ctx, uri)
+}
+
+// TestRevalidateFailureKeepsCachedAnswer: when the origin cannot answer the
+// revalidation an If-None-Match or If-Range of another ETag asks for, the
+// gateway serves what its Stat knows (a request it could serve does not
+// fail because the origin is down); a precondition it would fail, and an
+// object the origin says is gone, follow the origin.
+func TestRevalidateFailureKeepsCachedAnswer(t *testing.T) {
+	m := origintest.NewMemStore()
+	cur := m.Put("s3://bkt/obj", []byte("cached bytes"))
+	for _, tc := range []struct {
+		name string
+		err  error
+		hdr  []string
+		code int
+	}{
+		{"If-None-Match other, origin down", origin.ErrUnavailable, []string{"If-None-Match", `"other"`}, 200},
+		{"If-Range other, origin down", origin.ErrUnavailable, []string{"If-Range", `"other"`, "Range", "bytes=0-5"}, 200},
+		{"If-None-Match other, object gone", origin.ErrNotFound, []string{"If-None-Match", `"other"`}, 404},
+		{"If-Match other, origin down", origin.ErrUnavailable, []string{"If-Match", `"other"`}, 503},
+	} {
+		be := &staleBackend{StoreBackend: StoreBackend{Store: m}, stale: cur, revalErr: tc.err}
+		gw, err := New(Config{Backend: be})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest("GET", "/bkt/obj", nil)
+		for i := 0; i+1 < len(tc.hdr); i += 2 {
+			r.Header.Set(tc.hdr[i], tc.hdr[i+1])
+		}
+		w := httptest.NewRecorder()
+		gw.ServeHTTP(w, r)
+		if w.Code != tc.code || be.revalidated != 1 {
+			t.Errorf("%s: status %d after %d revalidations, want %d after 1 (body %q)", tc.name, w.Code, be.revalidated, tc.code, w.Body)
+		}
+		if tc.code == 200 && w.Body.String() != "cached bytes" {
+			t.Errorf("%s: body %q, want the whole object", tc.name, w.Body)
+		}
+	}
 }
 
 // TestConditionalRevalidates: a client that learned the new ETag elsewhere
@@ -703,7 +746,7 @@ func TestConditionalRevalidates(t *testing.T) {
 		// If-None-Match with the new ETag: the client has the current
 		// version, 304, not the old bytes with 200.
 		{"If-None-Match new", old, []string{"If-None-Match", quoteETag(cur.Version)}, 304, "", 1},
-		{"If-None-Match old (client behind)", old, []string{"If-None-Match", quoteETag(old.Version)}, 304, "", 0},
+		{"If-None-Match of the cached ETag", old, []string{"If-None-Match", quoteETag(old.Version)}, 304, "", 0},
 		{"If-None-Match other", old, []string{"If-None-Match", `"nope"`}, 200, "new version!", 1},
 		{"fresh, If-None-Match old", cur, []string{"If-None-Match", quoteETag(old.Version)}, 200, "new version!", 1},
 		{"fresh, If-None-Match holds", cur, []string{"If-None-Match", quoteETag(cur.Version)}, 304, "", 0},
@@ -712,6 +755,9 @@ func TestConditionalRevalidates(t *testing.T) {
 		// whole old object.
 		{"If-Range new", old, []string{"If-Range", quoteETag(cur.Version), "Range", "bytes=4-"}, 206, "version!", 1},
 		{"fresh, If-Range holds", cur, []string{"If-Range", quoteETag(cur.Version), "Range", "bytes=4-"}, 206, "version!", 0},
+		{"fresh, If-Range other", cur, []string{"If-Range", quoteETag(old.Version), "Range", "bytes=4-"}, 200, "new version!", 1},
+		{"fresh, weak If-Range (never matches)", cur, []string{"If-Range", "W/" + quoteETag(old.Version), "Range", "bytes=4-"}, 200, "new version!", 0},
+		{"fresh, If-Range without Range", cur, []string{"If-Range", quoteETag(old.Version)}, 200, "new version!", 0},
 		{"fresh, no condition", cur, nil, 200, "new version!", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
