@@ -242,7 +242,7 @@ func planMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if len(infos) == 0 {
 		// As warm does: an empty plan is most often a mistyped prefix.
-		return fmt.Errorf("no Parquet objects under %s (objects named *.parquet or *.parq; --sniff for others)", o.uri)
+		return noParquetError(o.uri, o.sniff)
 	}
 
 	// Read the footers in parallel; each goroutine writes only its own slot.
@@ -577,4 +577,14 @@ func (p *planProgress) report(format string, a ...any) {
 	}
 	p.last = now
 	fmt.Fprintf(p.w, "locusctl plan: [%.1fs] %s\n", now.Sub(p.start).Seconds(), fmt.Sprintf(format, a...))
+}
+
+// noParquetError is plan's and warm's error for a prefix that lists no
+// Parquet object: it says which names count, and suggests --sniff unless
+// it was given.
+func noParquetError(prefix string, sniffed bool) error {
+	if sniffed {
+		return fmt.Errorf("no Parquet objects under %s (no object named *.parquet or *.parq, nor one that starts with the Parquet magic)", prefix)
+	}
+	return fmt.Errorf("no Parquet objects under %s (objects named *.parquet or *.parq; --sniff for others)", prefix)
 }

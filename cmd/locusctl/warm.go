@@ -346,7 +346,7 @@ func warmMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if plan.skipped > 0 {
 			return fmt.Errorf("nothing to warm under %s: all %d Parquet objects were skipped (see the warnings above)", o.prefix, plan.skipped)
 		}
-		return fmt.Errorf("no Parquet objects under %s (objects named *.parquet or *.parq; --sniff for others)", o.prefix)
+		return noParquetError(o.prefix, o.sniff)
 	}
 	if o.dryRun {
 		sum.Seconds = time.Since(start).Seconds()

@@ -355,9 +355,13 @@ func (t *tuner) arcTarget() float64 {
 	return 0
 }
 
-// remove drops key from every shadow (an invalidation).
+// remove drops key from every shadow, early ones included (an
+// invalidation).
 func (t *tuner) remove(key uint64) {
 	for _, s := range t.shadows {
+		s.Remove(key)
+	}
+	for _, s := range t.early {
 		s.Remove(key)
 	}
 }

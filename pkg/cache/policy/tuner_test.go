@@ -252,14 +252,35 @@ func TestTunerEarlyShadows(t *testing.T) {
 		}
 		k := len(tu.early)
 		tu.ewins[2*k], tu.ewins[2], tu.eacc = tc.win, tc.loss, 1000
-		switched := false
+		switched, checked := false, false
+		var first uint64
 		for key := uint64(1); !tu.filled; key++ {
 			if !tu.sampled(mix64(key)) {
 				continue
 			}
+			if first == 0 {
+				first = mix64(key)
+			}
+			if !checked && tu.early != nil && tu.early[0].Len() == tu.early[0].Cap() && tu.early[0].contains(first) {
+				checked = true
+				// The early shadows see the sample (and fill first); an
+				// invalidation reaches them too.
+				tu.remove(first)
+				for _, e := range tu.early {
+					if e.contains(first) {
+						t.Fatalf("%s: an early shadow kept a removed key", tc.name)
+					}
+				}
+			}
 			if tu.access(mix64(key)) {
 				switched = true
 			}
+		}
+		if !checked {
+			t.Errorf("%s: the early shadows never held the first sampled key when full", tc.name)
+		}
+		if tu.eacc < 1000+float64(tu.shadows[0].Cap()) {
+			t.Errorf("%s: the early shadows saw %v sampled accesses, want at least the %d it took to fill the shadows", tc.name, tu.eacc-1000, tu.shadows[0].Cap())
 		}
 		if tu.early != nil || tu.ewins != nil {
 			t.Errorf("%s: early shadows kept after the shadows filled", tc.name)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/locuscache/locus/pkg/cache/policy"
@@ -128,7 +129,8 @@ type Options struct {
 	Seed uint64
 	// Extra names further online caches that Policies may name (for
 	// experiments with policy variants); they take precedence over the
-	// built-in names.
+	// built-in names. With Parallel > 1 a factory is called from several
+	// goroutines at once (each call builds its own cache).
 	Extra map[string]func(capacity int, seed uint64) (Cache, error)
 	// Progress, if not nil, receives a line per replay that takes long
 	// enough to be worth reporting (after ProgressEvery; default 2s).
@@ -223,7 +225,11 @@ func Run(t *Trace, opts Options) ([]Result, error) {
 		next       = make(chan job)
 		wg         sync.WaitGroup
 		workers    = min(max(1, opts.Parallel), len(jobs))
+		failed     atomic.Bool // a replay failed: skip the rest
 		replayOnce = func(j job) {
+			if failed.Load() {
+				return
+			}
 			var hits int64
 			if j.name == NameBelady {
 				hits = oracle.Hits(j.size.Capacity)
@@ -231,6 +237,7 @@ func Run(t *Trace, opts Options) ([]Result, error) {
 				c, err := opts.newCache(j.name, j.size.Capacity)
 				if err != nil {
 					errs[j.i] = err
+					failed.Store(true)
 					return
 				}
 				hits = Replay(t.Keys, c)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -127,5 +128,27 @@ func TestRunParallelSameResults(t *testing.T) {
 	opts.Policies = []string{"lru", "lfu"}
 	if _, err := Run(tr, opts); !errors.Is(err, ErrUnknownPolicy) {
 		t.Errorf("unknown policy with parallel replays: got %v, want ErrUnknownPolicy", err)
+	}
+	// A cache that fails to build at one capacity, inside a worker: Run
+	// returns that error, and the replays not yet started are skipped.
+	errBuild := errors.New("no cache at this size")
+	var built atomic.Int32
+	opts.Policies = []string{"flaky"}
+	opts.Capacities, opts.Fractions = []int{1, 2, 3, 4, 5, 6, 7, 8}, nil
+	opts.Parallel = 2
+	opts.Extra = map[string]func(int, uint64) (Cache, error){
+		"flaky": func(capacity int, seed uint64) (Cache, error) {
+			if built.Add(1); capacity == 3 { // not 1: Run builds every name at 1 to validate it
+
+				return nil, errBuild
+			}
+			return NewCache("lru", capacity, seed)
+		},
+	}
+	if _, err := Run(tr, opts); !errors.Is(err, errBuild) {
+		t.Errorf("a cache that fails to build: got %v, want its error", err)
+	}
+	if n := built.Load(); n > 6 { // 1 to validate, capacities 1 to 3, at most 2 more in flight; 9 without the skip
+		t.Errorf("%d caches built after the first replay failed, want the rest skipped", n)
 	}
 }
