@@ -461,7 +461,14 @@
 // 0, 0, 0, 1, 0 of 40 (synth-zipf-0.6 25%, seed 4, -1.00), mean +0.476/
 // +0.463/+0.508/+0.463/+0.451 (from about +0.13). Off the known-shortfall
 // lists: web07 50%, multi1 25%, zigzag 50%, scan 50%, gli 50% and the
-// synthetic loop, among others. Still missing: cpp 25% (a switch to LRU
+// synthetic loop, among others. Not every point gained: multi1 10% lost
+// 0.58 points (49.65 to 49.07%, seed 1) and cs 50% 0.15, both still within
+// the bar against otter's median run, not against its best of 40 runs, so
+// both were added to the acceptance list with bounds. Giving the ARC
+// shadow, when the shadows fill, the recency target its early shadow
+// learned (it has evicted nothing, so its own is still 0, and a live cache
+// that becomes ARC then starts from it): mean -0.004, web07 25% for seed 2
+// -0.63 to -0.71; not kept. Still missing: cpp 25% (a switch to LRU
 // on a lead tied with cheaper candidates, every seed), zigzag 25% (the
 // tuner follows LRU's lead at the first reversal, a burst the sticky
 // window would have made up by the end of the pass), web07 25% for seed 2
@@ -469,7 +476,8 @@
 // 5% for seed 4. Cost: a sixth shadow, about 40 bytes per key of capacity
 // at full sampling and one more Touch per sampled access; a sampling
 // cache's early shadows (six at a quarter of 2,048 keys, about 0.15 MiB)
-// live only until its shadows fill. A ninth synthetic trace, an LRU
+// live until its shadows fill (for a cache whose working set never fills
+// it, for good: six small shadows more per sampled access). A ninth synthetic trace, an LRU
 // stack-distance stream (SynthStack: recency alone predicts reuse), was
 // added after these changes as a further held-out check: no miss for
 // seeds 1 to 5, within 0.34 points of LRU at every size (seed 1).

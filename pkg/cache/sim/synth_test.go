@@ -27,8 +27,9 @@ const synthShortfall = 1.0
 // (The fourth round's restart of a sampling tuner's decisions when its
 // shadows fill took synth-phases at 50% and synth-mixed at 10% and 50%
 // off the list; the sixth round's sticky admission took synth-loop at 1, 5
-// and 10% off it: +1.9 to +5.3 points above otter's median run, seed 1,
-// where otter's own runs spread over 3 to 4 points.)
+// and 10% off it: +1.6 to +4.8 points above otter's median run, seed 1
+// (testdata/synthetic.md), where otter's own runs spread over 3 to 4
+// points.)
 var synthKnown = map[string]float64{
 	// Zipf 0.6, a sampling cache: seed 4 alone (-1.00 against otter's
 	// median run, -1.05 against its best of 5; seeds 1 to 5: +0.09, -0.66,
