@@ -1,9 +1,8 @@
 package policy
 
 // New returns the default policy, named "locus": the best of a few candidate
-// policies (W-TinyLFU at several windows, with and without its admission
-// filter, LRU and ARC), chosen and re-chosen by miniature simulation (see
-// doc.go). It holds at most capacity keys. seed selects the hash functions
+// policies (W-TinyLFU at several windows and with two admission rules, LRU
+// and ARC), chosen and re-chosen by miniature simulation (see doc.go). It holds at most capacity keys. seed selects the hash functions
 // of the frequency sketches, of the key indexes and of the tuner's sample,
 // and seeds the random generators that break admission contests: the same
 // seed and access sequence give the same decisions. It returns ErrCapacity
