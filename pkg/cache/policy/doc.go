@@ -468,7 +468,14 @@
 // shadow, when the shadows fill, the recency target its early shadow
 // learned (it has evicted nothing, so its own is still 0, and a live cache
 // that becomes ARC then starts from it): mean -0.004, web07 25% for seed 2
-// -0.63 to -0.71; not kept. Still missing: cpp 25% (a switch to LRU
+// -0.63 to -0.71; not kept. A lazy mirror after a switch (the previous
+// shadow's keys stay, and a key the followed shadow has not hit yet is not
+// admitted, while that shadow misses more than 32 to 256 accesses in a
+// row): zigzag 25% passes (-0.95 to within the bar) but web07 10% misses
+// instead (-0.43 to -0.53 for seed 1: its bursts of new keys come back
+// soon) and cpp 25% falls to -2.06; 2, 3, 1, 3, 2 misses, mean +0.02
+// higher, with a window of half a period to two periods after the switch
+// the same; not kept. Still missing: cpp 25% (a switch to LRU
 // on a lead tied with cheaper candidates, every seed), zigzag 25% (the
 // tuner follows LRU's lead at the first reversal, a burst the sticky
 // window would have made up by the end of the pass), web07 25% for seed 2
