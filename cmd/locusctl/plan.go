@@ -12,7 +12,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -229,7 +228,7 @@ func planMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	prog := &planProgress{w: stderr, start: time.Now(), after: 2 * time.Second}
+	prog := newProgress(stderr, "locusctl plan", 2*time.Second)
 
 	var infos []origin.Info
 	err = parquetx.ListParquet(ctx, store, o.uri, parquetx.ListOptions{Sniff: o.sniff}, func(info origin.Info) error {
@@ -553,31 +552,6 @@ func (t *tableOutput) write(r planRow) error {
 }
 
 func (t *tableOutput) flush() error { return t.tw.Flush() }
-
-// planProgress reports progress on stderr, at most once a second and only
-// once the command has run for a while; safe for concurrent use.
-type planProgress struct {
-	w     io.Writer
-	start time.Time
-	after time.Duration
-
-	mu   sync.Mutex // guards last
-	last time.Time
-}
-
-func (p *planProgress) report(format string, a ...any) {
-	now := time.Now()
-	if now.Sub(p.start) < p.after {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if now.Sub(p.last) < time.Second {
-		return
-	}
-	p.last = now
-	fmt.Fprintf(p.w, "locusctl plan: [%.1fs] %s\n", now.Sub(p.start).Seconds(), fmt.Sprintf(format, a...))
-}
 
 // noParquetError is plan's and warm's error for a prefix that lists no
 // Parquet object: it says which names count, and suggests --sniff unless

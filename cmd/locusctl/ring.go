@@ -158,7 +158,7 @@ func runRingSimulate(args []string, stdout, stderr io.Writer) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
-	res, err := simulate(p, newProgress(stderr, 2*time.Second))
+	res, err := simulate(p, newProgress(stderr, "ring simulate", 2*time.Second))
 	if err != nil {
 		return err
 	}
@@ -205,28 +205,6 @@ func (p simParams) validate() error {
 			p.nodes+p.add, p.vnodes, total, ring.MaxPoints)
 	}
 	return nil
-}
-
-// progress prints a line to w now and then, once a run has taken longer than
-// after, so long simulations show they are alive.
-type progress struct {
-	w          io.Writer
-	start      time.Time
-	after      time.Duration
-	lastReport time.Time
-}
-
-func newProgress(w io.Writer, after time.Duration) *progress {
-	return &progress{w: w, start: time.Now(), after: after}
-}
-
-func (p *progress) report(format string, a ...any) {
-	now := time.Now()
-	if now.Sub(p.start) < p.after || now.Sub(p.lastReport) < time.Second {
-		return
-	}
-	p.lastReport = now
-	fmt.Fprintf(p.w, "ring simulate: [%.1fs] %s\n", now.Sub(p.start).Seconds(), fmt.Sprintf(format, a...))
 }
 
 func simNodes(p simParams) (before, after []ring.Node) {

@@ -170,7 +170,7 @@ func TestRingSimulateText(t *testing.T) {
 func TestRingSimulateProgress(t *testing.T) {
 	var stderr bytes.Buffer
 	p := simParams{nodes: 10, vnodes: 16, keys: 300_000, add: 1, replicas: 3, racks: 2}
-	if _, err := simulate(p, newProgress(&stderr, 0)); err != nil {
+	if _, err := simulate(p, newProgress(&stderr, "ring simulate", 0)); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(stderr.String(), "ring simulate: [") {

@@ -396,7 +396,7 @@ func warmMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // whose footer cannot be read, or that lacks a --columns column, is
 // skipped with a warning.
 func planWarm(ctx context.Context, store origin.Store, o warmOptions, stderr io.Writer) (*warmPlan, error) {
-	prog := &throttled{w: stderr, start: time.Now(), after: 2 * time.Second}
+	prog := newProgress(stderr, "locusctl warm", 2*time.Second)
 	p := &warmPlan{}
 	err := parquetx.ListParquet(ctx, store, o.prefix, parquetx.ListOptions{Sniff: o.sniff}, func(info origin.Info) error {
 		p.files = append(p.files, info)
@@ -455,31 +455,6 @@ func planWarm(ctx context.Context, store origin.Store, o warmOptions, stderr io.
 		}
 	}
 	return p, nil
-}
-
-// throttled prints planning progress on stderr, at most once a second and
-// only once planning has run for a while; safe for concurrent use.
-type throttled struct {
-	w     io.Writer
-	start time.Time
-	after time.Duration
-
-	mu   sync.Mutex // guards last
-	last time.Time
-}
-
-func (p *throttled) report(format string, a ...any) {
-	now := time.Now()
-	if now.Sub(p.start) < p.after {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if now.Sub(p.last) < time.Second {
-		return
-	}
-	p.last = now
-	fmt.Fprintf(p.w, "locusctl warm: [%.1fs] %s\n", now.Sub(p.start).Seconds(), fmt.Sprintf(format, a...))
 }
 
 // warmer reads the plan's items through the cluster. Its counters are
