@@ -15,6 +15,7 @@ import (
 
 	"github.com/locuscache/locus/internal/units"
 	"github.com/locuscache/locus/pkg/client"
+	"github.com/locuscache/locus/pkg/schedapi"
 )
 
 const jobsUsage = `Usage: locusctl jobs --scheduler URL [JOB] [--json] [--token-file F] [--timeout D]
@@ -164,31 +165,10 @@ func writeJSON(w io.Writer, v any) error {
 // levelNames are the locality levels, best first.
 var levelNames = []string{"DATA_LOCAL", "RACK_LOCAL", "OTHER_LOCAL"}
 
-// levelStats is one locality level of a job's counters ("by_locality" in
-// the JSON API).
-type levelStats struct {
-	Placed        int64   `json:"placed"`
-	Running       int64   `json:"running"`
-	Completed     int64   `json:"completed"`
-	Lost          int64   `json:"lost"`
-	Bytes         int64   `json:"bytes"`
-	LocalHitBytes int64   `json:"local_hit_bytes"`
-	PeerHitBytes  int64   `json:"peer_hit_bytes"`
-	MissBytes     int64   `json:"miss_bytes"`
-	TaskTimeMS    int64   `json:"task_time_ms"`
-	HitRatio      float64 `json:"hit_ratio"`
-	LocalHitRatio float64 `json:"local_hit_ratio"`
-}
-
-// byLevel returns a job's by_locality as a map keyed by level name. It
-// goes through the JSON names, the API's contract, so it does not depend
-// on the Go type the client package re-exports.
-func byLevel(jc client.JobCounters) map[string]levelStats {
-	m := map[string]levelStats{}
-	if b, err := json.Marshal(jc.ByLocality); err == nil {
-		_ = json.Unmarshal(b, &m)
-	}
-	return m
+// byLevel returns a job's by_locality keyed by level name (levelNames).
+func byLevel(jc client.JobCounters) map[string]schedapi.LocalityStats {
+	b := jc.ByLocality
+	return map[string]schedapi.LocalityStats{"DATA_LOCAL": b.DataLocal, "RACK_LOCAL": b.RackLocal, "OTHER_LOCAL": b.OtherLocal}
 }
 
 func placed(jc client.JobCounters) int64 {
