@@ -19,7 +19,11 @@ const (
 // before sending it. Every Validate returns nil or an error wrapping
 // ErrBadRequest whose message names the field.
 
-func checkName(what, s string) error {
+// CheckName checks a job or task id (what is "job" or "task") as the
+// Validate methods do: non-empty valid UTF-8 of at most MaxNameLen bytes,
+// and a job neither "." nor "..". The scheduler also checks names given
+// outside a body with it (GET /v1/jobs/{job}).
+func CheckName(what, s string) error {
 	switch {
 	case s == "":
 		return badRequest("empty %s", what)
@@ -62,10 +66,10 @@ func checkWait(ms int64, max time.Duration) error {
 
 // Validate checks a place request (maxWait bounds wait_ms).
 func (r *PlaceRequest) Validate(maxWait time.Duration) error {
-	if err := checkName("job", r.Job); err != nil {
+	if err := CheckName("job", r.Job); err != nil {
 		return err
 	}
-	if err := checkName("task", r.Task); err != nil {
+	if err := CheckName("task", r.Task); err != nil {
 		return err
 	}
 	if err := r.Split.Validate(); err != nil {
@@ -77,7 +81,7 @@ func (r *PlaceRequest) Validate(maxWait time.Duration) error {
 // Validate checks a batch: a job, 1..maxTasks tasks with distinct valid
 // ids and splits.
 func (r *PlaceBatchRequest) Validate(maxWait time.Duration, maxTasks int) error {
-	if err := checkName("job", r.Job); err != nil {
+	if err := CheckName("job", r.Job); err != nil {
 		return err
 	}
 	if len(r.Tasks) == 0 {
@@ -89,11 +93,11 @@ func (r *PlaceBatchRequest) Validate(maxWait time.Duration, maxTasks int) error 
 	seen := make(map[string]struct{}, len(r.Tasks))
 	for i := range r.Tasks {
 		t := &r.Tasks[i]
-		if err := checkName("task", t.Task); err != nil {
-			return badRequest("tasks[%d]: %v", i, stripBad(err))
+		if err := CheckName("task", t.Task); err != nil {
+			return badRequest("tasks[%d]: %v", i, StripBadRequest(err))
 		}
 		if err := t.Split.Validate(); err != nil {
-			return badRequest("tasks[%d] (%q): %v", i, t.Task, stripBad(err))
+			return badRequest("tasks[%d] (%q): %v", i, t.Task, StripBadRequest(err))
 		}
 		if _, dup := seen[t.Task]; dup {
 			return badRequest("tasks[%d]: task %q is listed twice", i, t.Task)
@@ -121,10 +125,10 @@ func checkOutcome(bytes, local, peer, miss, durMS int64) error {
 
 // Validate checks a complete request.
 func (r *CompleteRequest) Validate() error {
-	if err := checkName("job", r.Job); err != nil {
+	if err := CheckName("job", r.Job); err != nil {
 		return err
 	}
-	if err := checkName("task", r.Task); err != nil {
+	if err := CheckName("task", r.Task); err != nil {
 		return err
 	}
 	return checkOutcome(r.Bytes, r.LocalHitBytes, r.PeerHitBytes, r.MissBytes, r.DurationMS)
@@ -133,7 +137,7 @@ func (r *CompleteRequest) Validate() error {
 // Validate checks a complete batch (maxTasks bounds it). Tasks are checked
 // as a whole: one bad task rejects the batch.
 func (r *CompleteBatchRequest) Validate(maxTasks int) error {
-	if err := checkName("job", r.Job); err != nil {
+	if err := CheckName("job", r.Job); err != nil {
 		return err
 	}
 	if len(r.Tasks) == 0 {
@@ -144,18 +148,20 @@ func (r *CompleteBatchRequest) Validate(maxTasks int) error {
 	}
 	for i := range r.Tasks {
 		t := &r.Tasks[i]
-		if err := checkName("task", t.Task); err != nil {
-			return badRequest("tasks[%d]: %v", i, stripBad(err))
+		if err := CheckName("task", t.Task); err != nil {
+			return badRequest("tasks[%d]: %v", i, StripBadRequest(err))
 		}
 		if err := checkOutcome(t.Bytes, t.LocalHitBytes, t.PeerHitBytes, t.MissBytes, t.DurationMS); err != nil {
-			return badRequest("tasks[%d] (%q): %v", i, t.Task, stripBad(err))
+			return badRequest("tasks[%d] (%q): %v", i, t.Task, StripBadRequest(err))
 		}
 	}
 	return nil
 }
 
-// stripBad removes the "bad request: " prefix of a nested validation error.
-func stripBad(err error) string {
+// StripBadRequest returns err's message without the "bad request: " prefix
+// its ErrBadRequest wrapping adds, to nest it in another bad request's
+// message (tasks[3]: ...).
+func StripBadRequest(err error) string {
 	s := err.Error()
 	const p = "bad request: "
 	if len(s) > len(p) && s[:len(p)] == p {

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"time"
-	"unicode/utf8"
 
 	"github.com/locuscache/locus/pkg/placement"
 	"github.com/locuscache/locus/pkg/schedapi"
@@ -18,30 +17,6 @@ func outcomeOf(t *schedapi.CompleteTask) placement.Outcome {
 		Bytes: t.Bytes, LocalHit: t.LocalHitBytes, PeerHit: t.PeerHitBytes, Miss: t.MissBytes,
 		Duration: time.Duration(t.DurationMS) * time.Millisecond,
 	}
-}
-
-// checkName validates a name given outside a request body (the job of GET
-// /v1/jobs/{job}) as schedapi's Validate methods check names in bodies.
-func checkName(what, s string) error {
-	switch {
-	case s == "":
-		return badRequest("empty %s", what)
-	case len(s) > schedapi.MaxNameLen:
-		return badRequest("%s is %d bytes, the limit is %d", what, len(s), schedapi.MaxNameLen)
-	case !utf8.ValidString(s):
-		return badRequest("%s is not valid UTF-8", what)
-	}
-	return nil
-}
-
-// stripBad removes the "bad request: " prefix of a nested validation error.
-func stripBad(err error) string {
-	s := err.Error()
-	const p = "bad request: "
-	if len(s) > len(p) && s[:len(p)] == p {
-		return s[len(p):]
-	}
-	return s
 }
 
 // countersFrom converts the placer's counters to the API's.

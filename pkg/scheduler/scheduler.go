@@ -534,7 +534,7 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req schedapi.PlaceBatchReque
 	for i := range req.Tasks {
 		start := len(ids)
 		if ids, _, err = s.prefer(view, repl, bs, &req.Tasks[i].Split, nbuf[:0], ids); err != nil {
-			return schedapi.PlaceBatchResponse{}, badRequest("tasks[%d] (%q): %v", i, req.Tasks[i].Task, stripBad(err))
+			return schedapi.PlaceBatchResponse{}, badRequest("tasks[%d] (%q): %v", i, req.Tasks[i].Task, schedapi.StripBadRequest(err))
 		}
 		tasks[i] = placement.Task{Job: req.Job, ID: req.Tasks[i].Task, Prefer: ids[start:len(ids):len(ids)], Wait: wait}
 	}
@@ -771,7 +771,7 @@ func (s *Scheduler) CompleteBatch(ctx context.Context, req schedapi.CompleteBatc
 // answering each call). Errors: ErrNotFound, ErrUnavailable.
 func (s *Scheduler) JobCounters(ctx context.Context, job string) (schedapi.JobCounters, error) {
 	if job != "" {
-		if err := checkName("job", job); err != nil {
+		if err := schedapi.CheckName("job", job); err != nil {
 			return schedapi.JobCounters{}, err
 		}
 	}
