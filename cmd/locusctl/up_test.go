@@ -48,6 +48,23 @@ func parsePasses(t *testing.T, out string) []passLine {
 // cluster starts, every pass reads every row written, tasks run
 // data-local, the warm passes hit, and it exits cleanly, removing its
 // temporary directory.
+// waitUpRunning waits until up, started with its result going to errc,
+// says it runs until Ctrl-C; it fails the test if up returns first or is
+// not running within 30 s.
+func waitUpRunning(t *testing.T, stdout, stderr *testproc.SyncBuffer, errc <-chan error) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(stdout.String(), "Press Ctrl-C") {
+		select {
+		case err := <-errc:
+			t.Fatalf("up returned before waiting: %v\n%s%s", err, stdout.String(), stderr.String())
+		case <-deadline:
+			t.Fatalf("up not running within 30s:\n%s", stdout.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 func TestUpNoWait(t *testing.T) {
 	start := time.Now()
 	var stdout, stderr testproc.SyncBuffer
@@ -110,16 +127,7 @@ func TestUpUntilSignal(t *testing.T) {
 	go func() {
 		errc <- upMain(ctx, []string{"--dir", dir, "--passes", "1", "--tasks", "6", "--rows", "6000"}, &stdout, &stderr)
 	}()
-	deadline := time.After(30 * time.Second)
-	for !strings.Contains(stdout.String(), "Press Ctrl-C") {
-		select {
-		case err := <-errc:
-			t.Fatalf("up returned before waiting: %v\n%s%s", err, stdout.String(), stderr.String())
-		case <-deadline:
-			t.Fatalf("up not running within 30s:\n%s", stdout.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	waitUpRunning(t, &stdout, &stderr, errc)
 	cancel() // Ctrl-C
 	select {
 	case err := <-errc:
@@ -152,16 +160,7 @@ func TestUpZeroWait(t *testing.T) {
 	go func() {
 		errc <- upMain(ctx, []string{"--wait", "0s", "--passes", "1", "--tasks", "4", "--rows", "400"}, &stdout, &stderr)
 	}()
-	deadline := time.After(30 * time.Second)
-	for !strings.Contains(stdout.String(), "Press Ctrl-C") {
-		select {
-		case err := <-errc:
-			t.Fatalf("up returned before waiting: %v\n%s%s", err, stdout.String(), stderr.String())
-		case <-deadline:
-			t.Fatalf("up not running within 30s:\n%s", stdout.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	waitUpRunning(t, &stdout, &stderr, errc)
 	out := stdout.String()
 	if !strings.Contains(out, "locality wait 0s") {
 		t.Errorf("the workload line does not say locality wait 0s:\n%s", out)
