@@ -211,19 +211,25 @@ func TestAcceptance(t *testing.T) {
 	}
 	t.Logf("%d points checked, %d known shortfalls within their bounds, %d failures", len(all)*len(acceptanceFractions), known, fails)
 	if *writeResults {
-		var buf bytes.Buffer
-		writeResultsTable(&buf, "Hit ratios on the shared traces", "TestAcceptance", maxShortfall, all)
-		if err := os.WriteFile(filepath.Join("testdata", "results.md"), buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeResultsFile(t, "results.md", "Hit ratios on the shared traces", "-run TestAcceptance -count=1 -args -write-results", maxShortfall, all)
+	}
+}
+
+// writeResultsFile writes writeResultsTable's table to testdata/name.
+func writeResultsFile(t *testing.T, name, title, args string, bar float64, all []traceResult) {
+	t.Helper()
+	var buf bytes.Buffer
+	writeResultsTable(&buf, title, args, bar, all)
+	if err := os.WriteFile(filepath.Join("testdata", name), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
 // writeResultsTable writes the BENCHMARKS.md table: trace x fraction, every
 // policy's hit ratio and the default's gap to the best baseline.
-func writeResultsTable(buf *bytes.Buffer, title, test string, bar float64, all []traceResult) {
+func writeResultsTable(buf *bytes.Buffer, title, args string, bar float64, all []traceResult) {
 	fmt.Fprintf(buf, "# %s\n\n", title)
-	fmt.Fprintf(buf, "Regenerate: `go test ./pkg/cache/sim -run %s -count=1 -args -write-results`\n", test)
+	fmt.Fprintf(buf, "Regenerate: `go test ./pkg/cache/sim %s`\n", args)
 	fmt.Fprintf(buf, "(one trace: `locusctl cache-sim --trace FILE --capacity-frac 0.01,0.05,0.1,0.25,0.5`).\n\n")
 	fmt.Fprintf(buf, "Hit ratios in percent; size is the capacity as a share of the trace's distinct keys. locus is the\n")
 	fmt.Fprintf(buf, "default policy (seed 1); wtinylfu is the median of %d otter runs (otter seeds its hashing at random);\n", otterRuns)

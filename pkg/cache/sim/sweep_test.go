@@ -30,6 +30,7 @@ import (
 var (
 	sweepSeeds     = flag.String("sweep-seeds", "", "comma-separated policy seeds for TestSeedSweep (empty: skip)")
 	sweepSynth     = flag.Bool("sweep-synth", false, "TestSeedSweep replays the synthetic traces instead of the shared ones")
+	sweepLarge     = flag.Bool("sweep-large", false, "TestSeedSweep replays the large synthetic traces instead (misses counted at the shared traces' bar)")
 	sweepBaselines = flag.String("sweep-baselines", "", "file caching TestSeedSweep's baseline hit ratios")
 	sweepDump      = flag.String("sweep-dump", "", "file TestSeedSweep writes every point's gap to, one line per point (trace@percent and a gap per seed)")
 )
@@ -45,6 +46,9 @@ type sweepPoint struct {
 }
 
 func sweepTraces(t *testing.T) []*Trace {
+	if *sweepLarge {
+		return LargeSyntheticTraces()
+	}
 	if *sweepSynth {
 		return SyntheticTraces()
 	}
@@ -140,7 +144,7 @@ func TestSeedSweep(t *testing.T) {
 		seeds = append(seeds, v)
 	}
 	bar := maxShortfall
-	if *sweepSynth {
+	if *sweepSynth && !*sweepLarge {
 		bar = synthShortfall
 	}
 	traces := sweepTraces(t)

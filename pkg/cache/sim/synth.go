@@ -227,3 +227,51 @@ func SyntheticTraces() []*Trace {
 		SynthStack(0.3, 1000, 150000, 19),
 	}
 }
+
+// SynthDB is a database-server-like stream: Zipf(1.0) point reads over hot
+// keys, interrupted on average every scanEvery accesses by a sequential
+// scan of 5,000 to 35,000 keys starting anywhere in a cold table of cold
+// keys. Unlike SynthZipfScans the cold keys come back (later scans overlap
+// earlier ones), so the cache must keep the hot set and may keep the most
+// scanned part of the table.
+func SynthDB(hot, cold, scanEvery, accesses int, seed uint64) *Trace {
+	rng := rand.New(rand.NewPCG(seed, 8))
+	z := newZipfSampler(hot, 1.0, rng)
+	b := newSynthBuilder(accesses)
+	for len(b.keys) < accesses {
+		if rng.IntN(scanEvery) == 0 {
+			n := 5000 + rng.IntN(30000)
+			start := uint64(rng.IntN(cold))
+			for j := range uint64(n) {
+				b.add(spaceScan + (start+j)%uint64(cold))
+			}
+			continue
+		}
+		b.add(spaceHot + uint64(z.next()))
+	}
+	b.keys = b.keys[:accesses]
+	return b.trace("synth-db")
+}
+
+// LargeSyntheticTraces returns a second held-out set at the scale of the
+// block traces of the ARC and UMass studies (hundreds of thousands of
+// distinct keys, 1.5 to 3 million accesses): caches of 2,000 to 600,000
+// keys, where the default policy samples its keys (above 2,048) and its
+// tuner decides on a small sample. A database-like stream (SynthDB); a
+// low-skew Zipf over a million keys (a search engine's index blocks); an
+// LRU stack-distance stream (OLTP-like); Zipf with 30% one-hit wonders
+// (a CDN); and ten shifting Zipf working sets. About 13.5 million accesses
+// in all: TestLargeSyntheticBar replays them only when asked (-large).
+func LargeSyntheticTraces() []*Trace {
+	named := func(tr *Trace, name string) *Trace {
+		tr.Name = name
+		return tr
+	}
+	return []*Trace{
+		SynthDB(100_000, 300_000, 40_000, 3_000_000, 21),
+		named(SynthZipf(0.8, 1_000_000, 3_000_000, 22), "synth-large-zipf-0.8"),
+		named(SynthStack(0.15, 4000, 1_500_000, 23), "synth-large-stack"),
+		named(SynthOneHit(500_000, 0.3, 3_000_000, 24), "synth-large-one-hit"),
+		named(SynthPhases(50_000, 300_000, 10, 25), "synth-large-phases"),
+	}
+}

@@ -1,9 +1,7 @@
 package sim
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
+	"flag"
 	"strings"
 	"testing"
 
@@ -53,6 +51,39 @@ func TestSyntheticTracesAreFixed(t *testing.T) {
 	}
 }
 
+// TestSynthDB checks the database-like stream's shape on a small instance:
+// its length, its determinism, and that it holds both the hot keys and
+// scanned cold keys that come back in a later scan.
+func TestSynthDB(t *testing.T) {
+	a, b := SynthDB(500, 20000, 200, 100000, 3), SynthDB(500, 20000, 200, 100000, 3)
+	if len(a.Keys) != 100000 || !equalKeys(a.Keys, b.Keys) {
+		t.Fatalf("SynthDB is not deterministic or has %d accesses, want 100000", len(a.Keys))
+	}
+	hot := map[uint64]bool{}
+	for k := range uint64(500) {
+		hot[HashKey(spaceHot+k)] = true
+	}
+	coldCount := map[uint64]int{}
+	var hotAcc int
+	for _, k := range a.Keys {
+		if hot[k] {
+			hotAcc++
+		} else {
+			coldCount[k]++
+		}
+	}
+	again := 0
+	for _, n := range coldCount {
+		if n > 1 {
+			again++
+		}
+	}
+	if hotAcc == 0 || len(coldCount) == 0 || len(coldCount) > 20000 || again == 0 {
+		t.Fatalf("got %d hot accesses, %d cold keys (%d read more than once), want both kinds, at most 20000 cold keys, some read again",
+			hotAcc, len(coldCount), again)
+	}
+}
+
 func equalKeys(a, b []uint64) bool {
 	if len(a) != len(b) {
 		return false
@@ -69,16 +100,26 @@ func equalKeys(a, b []uint64) bool {
 // acceptance fractions and checks the default policy against synthShortfall
 // at every point. With -write-results it writes testdata/synthetic.md.
 func TestSyntheticBar(t *testing.T) {
+	syntheticBar(t, SyntheticTraces(), synthKnown, "synthetic.md", "Hit ratios on the synthetic traces",
+		"-run TestSyntheticBar -count=1 -args -write-results", synthShortfall)
+}
+
+// syntheticBar replays traces and fails every point more than
+// synthShortfall below the best baseline, unless known lists it with a
+// bound it meets. With -write-results it writes testdata/file, marking
+// the points below markBar.
+func syntheticBar(t *testing.T, traces []*Trace, known map[string]float64, file, title, args string, markBar float64) {
+	t.Helper()
 	policies := []string{policy.DefaultName, "lru", NameARC}
 	if *writeResults {
 		policies = append(policies, NameBelady)
 	}
-	all := replayTraces(t, SyntheticTraces(), policies)
+	all := replayTraces(t, traces, policies)
 	for _, tr := range all {
 		for _, row := range tr.rows {
 			gap, _ := row.Gap(policy.DefaultName)
 			key := shortfallKey(tr.trace.Name, row.Fraction)
-			if bound, ok := synthKnown[key]; ok && gap*100 >= bound {
+			if bound, ok := known[key]; ok && gap*100 >= bound {
 				t.Logf("%s: known shortfall: locus %.2f%%, gap %+.2f points (bound %+.2f)", key, row.Ratio[policy.DefaultName]*100, gap*100, bound)
 				continue
 			}
@@ -90,10 +131,33 @@ func TestSyntheticBar(t *testing.T) {
 		}
 	}
 	if *writeResults {
-		var buf bytes.Buffer
-		writeResultsTable(&buf, "Hit ratios on the synthetic traces", "TestSyntheticBar", synthShortfall, all)
-		if err := os.WriteFile(filepath.Join("testdata", "synthetic.md"), buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeResultsFile(t, file, title, args, markBar, all)
 	}
+}
+
+var large = flag.Bool("large", false, "TestLargeSyntheticBar replays the large synthetic set (minutes)")
+
+// largeKnown is synthKnown for the large set (seeds 1 to 3 against
+// otter's best of 5 runs, less 0.25 points; the seventh round in the
+// policy package's doc.go has the diagnosis of the database-like stream:
+// its sampling caches steer on a sample too noisy to rank the candidates);
+// the one-hit stream at 10% misses for policy seed 2 alone (the seed picks
+// the sampled keys).
+var largeKnown = map[string]float64{
+	"synth-db@25%":            -1.88, // worst -1.63; seeds 1-3 against otter's median: -1.38, -1.27, -1.08
+	"synth-db@50%":            -3.27, // worst -3.02; -2.61, -1.33, -3.02
+	"synth-large-one-hit@10%": -1.31, // worst -1.06; +0.09, -1.06, +0.02
+}
+
+// TestLargeSyntheticBar is TestSyntheticBar on LargeSyntheticTraces, run
+// only with -large (about 13.5 million accesses per policy and size; a few
+// minutes on 2 cores). With -write-results it writes testdata/large.md,
+// whose marks use the shared traces' bar (0.5 points) while the test fails
+// at synthShortfall, as TestSyntheticBar does.
+func TestLargeSyntheticBar(t *testing.T) {
+	if !*large {
+		t.Skip("the large synthetic set takes minutes: run with -args -large")
+	}
+	syntheticBar(t, LargeSyntheticTraces(), largeKnown, "large.md", "Hit ratios on the large synthetic traces",
+		"-run TestLargeSyntheticBar -count=1 -timeout 30m -args -large -write-results", maxShortfall)
 }
