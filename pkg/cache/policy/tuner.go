@@ -50,6 +50,7 @@ var (
 	typeSwitchCost = 1.0  // sampled: a switch between W-TinyLFU and ARC costs this many times more
 	earlyDiv       = 4    // sampled: the early shadows hold this many times fewer keys than the shadows
 	minEarly       = 64   // ... but at least this many
+	confirmShare   = 0.1  // sampled: a sample under this share of the keys needs a switch confirmed by a second decision
 )
 
 // decisionHook, if set (by tests and experiments), sees every decision and
@@ -120,6 +121,15 @@ type tuner struct {
 	cur    int  // index of the candidate the live cache follows
 	filled bool // the shadows have been full (they hold the same keys until then)
 
+	// A tuner that samples under confirmShare of the keys switches only
+	// to a candidate that two decisions in a row choose: its decisions
+	// are hundreds of thousands of accesses apart, the few events in one
+	// period (a scan, a burst) move its small sample's ranking, and a
+	// switch between W-TinyLFU windows costs the live cache several times
+	// its price (the seventh round in doc.go).
+	confirm bool
+	pending int // the candidate the last decision chose but did not take; -1 if none
+
 	// A sampling tuner's early shadows: the candidates at a quarter of the
 	// shadows' size, over the same sample, until the shadows fill (then
 	// nil). They fill first, so by the time the shadows (and the live
@@ -133,7 +143,7 @@ type tuner struct {
 }
 
 func newTuner(capacity int, seed uint64) *tuner {
-	t := &tuner{seed: mix64(seed ^ 0x74756e6572), victims: make([]uint64, 0, 8), curVictims: make([]uint64, 0, 8)}
+	t := &tuner{seed: mix64(seed ^ 0x74756e6572), victims: make([]uint64, 0, 8), curVictims: make([]uint64, 0, 8), pending: -1}
 	size := capacity
 	if capacity <= maxShadow {
 		t.full = true
@@ -143,6 +153,7 @@ func newTuner(capacity int, seed uint64) *tuner {
 		// shadows and a full-size live cache.
 		size = min(maxShadow, int(sampledShare*float64(capacity)))
 		t.threshold = uint64(float64(size) / float64(capacity) * (1 << 63) * 2)
+		t.confirm = float64(size) < confirmShare*float64(capacity)
 	}
 	// The sketch counts every sampled access whatever the window, so the
 	// shadows share one, counted here once per access.
@@ -230,7 +241,7 @@ func (t *tuner) access(key uint64) bool {
 	t.n = 0
 	span := float64(t.next)
 	t.next = min(t.period, 2*t.next)
-	best := t.choose(span)
+	best := t.confirmed(t.choose(span))
 	if decisionHook != nil {
 		decisionHook(t, best)
 	}
@@ -325,6 +336,22 @@ func (t *tuner) choose(span float64) int {
 			best, lead = i, gain
 		}
 	}
+	return best
+}
+
+// confirmed returns the candidate to follow when a decision chose best: best
+// itself, unless the tuner needs a switch confirmed (confirm) and the last
+// decision did not choose best too, in which case the current one.
+func (t *tuner) confirmed(best int) int {
+	if !t.confirm || best == t.cur {
+		t.pending = -1
+		return best
+	}
+	if t.pending != best {
+		t.pending = best
+		return t.cur
+	}
+	t.pending = -1
 	return best
 }
 

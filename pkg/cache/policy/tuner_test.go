@@ -290,3 +290,40 @@ func TestTunerEarlyShadows(t *testing.T) {
 		}
 	}
 }
+
+// TestTunerConfirmsSwitchesOnASmallSample checks that a tuner sampling
+// under confirmShare of its keys switches only to a candidate two
+// decisions in a row choose, and that a tuner with a larger sample (or
+// none) switches at once.
+func TestTunerConfirmsSwitchesOnASmallSample(t *testing.T) {
+	for _, tc := range []struct {
+		capacity int
+		confirm  bool
+	}{{1000, false}, {4096, false}, {20000, false}, {100000, true}} {
+		if tu := newTuner(tc.capacity, 1); tu.confirm != tc.confirm {
+			t.Errorf("capacity %d: confirm %v, want %v", tc.capacity, tu.confirm, tc.confirm)
+		}
+	}
+	tu := newTuner(100000, 1)
+	// Each step: the candidate the decision chose, the one followed after.
+	for i, step := range [][2]int{
+		{0, 0}, // the current one: nothing to confirm
+		{2, 0}, // ARC once: not yet
+		{0, 0}, // back to the current one: ARC's first win forgotten
+		{2, 0}, // ARC once more
+		{1, 0}, // LRU: ARC not confirmed, LRU pending
+		{1, 1}, // LRU twice in a row: switch
+		{1, 1}, // stays
+		{3, 1},
+		{3, 3},
+	} {
+		tu.cur = tu.confirmed(step[0])
+		if tu.cur != step[1] {
+			t.Fatalf("step %d: chose %d, following %d, want %d", i, step[0], tu.cur, step[1])
+		}
+	}
+	small := newTuner(20000, 1)
+	if got := small.confirmed(2); got != 2 {
+		t.Errorf("a 20000-key tuner (sample over a tenth): confirmed(2) = %d, want 2 at once", got)
+	}
+}
