@@ -255,7 +255,7 @@ func SynthDB(hot, cold, scanEvery, accesses int, seed uint64) *Trace {
 
 // LargeSyntheticTraces returns a second held-out set at the scale of the
 // block traces of the ARC and UMass studies (hundreds of thousands of
-// distinct keys, 1.5 to 3 million accesses): caches of 2,000 to 600,000
+// distinct keys, 1.5 to 3 million accesses): caches of 2,249 to 650,112
 // keys, where the default policy samples its keys (above 2,048) and its
 // tuner decides on a small sample. A database-like stream (SynthDB); a
 // low-skew Zipf over a million keys (a search engine's index blocks); an
