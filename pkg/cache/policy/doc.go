@@ -570,7 +570,10 @@
 //     2 to 3 of 75, and on the large set (capacity/16) 2, 5, 2 of 25.
 //
 // Decisions every 2,048 or 8,192 sampled accesses instead of 4,096 for
-// these tuners: 4, 3, 2 and 3, 5, 3 misses (seeds 1 to 3).
+// these tuners: 4, 3, 2 and 3, 5, 3 misses (seeds 1 to 3). With the
+// confirmation, switches between two W-TinyLFU windows priced at 5 x for
+// these tuners (the cost measured above): 3, 6, 4, 5, 3 misses (seeds 1
+// to 5), synth-db 10% and 25% worse.
 //
 // Still missing: synth-db at 50% (-1.62 to -2.86) for every seed, and
 // below 0.5 for some seeds synth-db 25%, synth-large-one-hit 10 and 25%,
