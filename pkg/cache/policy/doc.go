@@ -53,7 +53,10 @@
 //     exceed the number of keys the new shadow holds that the followed one
 //     does not (each is about one miss for the live cache, which does not
 //     store them). The tuner switches to the qualifying shadow with the
-//     largest lead, if any (not only to the largest lead overall). A
+//     largest lead, if any (not only to the largest lead overall), or,
+//     when another qualifying shadow costs under half as much and the
+//     paired test between the two cannot tell their leads apart, to the
+//     cheapest such shadow. A
 //     tuner whose sample holds under a tenth of the keys (a cache above
 //     20,480 keys) switches only when two decisions in a row choose the
 //     same shadow: its decisions are hundreds of thousands of accesses
@@ -580,6 +583,61 @@
 // synth-large-phases 10%. A fix needs a better estimate of a switch's
 // outcome at full size (or a live window that climbs in small steps, as
 // Caffeine's does, so that no switch is large), not a different price.
+//
+// # Eighth round: tied leads, the cheaper switch (seeds 1 to 5)
+//
+// At cpp 25% (TestDiag) the tuner left the sticky 1% window at a third of
+// the trace for LRU: LRU led by 38 sampled accesses (6.2 sigmas) and cost
+// 71 keys to load, but ARC (38, 71 keys), the 30% window (36, 54) and the
+// 10% window (34, 30) led about as far. LRU then fell behind, and the
+// second switch, to ARC at 60%, cost more than it brought: 83.75% against
+// ARC's 85.66. Among leads the tallies cannot tell apart, the choice by the
+// largest lead is a coin toss, while the costs are known. Kept (tieCost):
+// when another qualifying shadow costs under half the switch to the
+// largest lead's, and the paired test between the two cannot tell their
+// leads apart, the tuner takes the cheapest such shadow. At cpp 25% it now
+// moves to the 10% window at 33% and to ARC at 94%: 84.82% (the 10% window
+// from the start: 85.38). The half keeps zigzag's choice at its first
+// reversal, where ARC and LRU lead by the same 495 accesses and cost 491
+// and 493 keys; taking the cheaper of two near-equal costs would follow
+// ARC, which falls behind LRU at once (the fourth round's loss).
+//
+// Result: cpp 25% -0.84, -0.83, -0.83, -0.83, -0.85 for seeds 1 to 5
+// (from -1.91 every seed); shared traces 2, 3, 2, 3, 2 of 70 points miss
+// against the cached otter medians (unchanged: cpp 25% and zigzag 25%
+// miss for every seed, web07 25% for seed 2, sprite 5% for seed 4), mean
+// +0.747/+0.766/+0.765/+0.781/+0.779 (from +0.731/+0.750/+0.749/+0.766/
+// +0.764); no other point moved by more than 0.02 except web12 10% (+0.02
+// to +0.05). The synthetic and large sets are unchanged to the hundredth
+// for seeds 1 to 5: no sampled decision there meets the rule. A share of
+// 0.75 instead of 0.5 gave the same results.
+//
+// Measured and not kept (seeds 1 to 3, with the rule above):
+//
+//   - A confirming tuner (a sample under a tenth of the keys) switches when
+//     two decisions in a row choose to leave the current candidate, for
+//     the second one's choice (at synth-large-phases 10% the first choice
+//     was ARC and the second LRU, tied, so the switch waited a period
+//     more): phases 10% gains 0.12 to 0.15 for seeds 2 and 3, but synth-db
+//     25% loses 0.28 and 0.69 for seeds 1 and 3 and synth-large-one-hit
+//     10% 0.18 for seed 2; large set 3, 4, 2 misses, mean -0.089/-0.118/-0.038 (from
+//     -0.073/-0.114/-0.015).
+//   - A confirming tuner starts as ARC (the best fixed candidate on the
+//     database-like stream): synth-db 50% -2.27/-1.84/-1.66 to
+//     -1.90/-1.54/-1.13, but synth-large-one-hit misses at 5 or 10% for
+//     every seed and synth-large-zipf-0.8 25% loses 0.6 points: 3, 5, 4
+//     misses, mean -0.099/-0.136/-0.036.
+//   - Shadows of capacity/16 up to 8,192 keys, or capacity/32 up to 16,384,
+//     with the confirmation: 2, 6, 3 and 4, 3, 3 misses, mean
+//     -0.069/-0.215/-0.090 and -0.107/-0.105/-0.094. A larger sample does
+//     not steady the ranking at synth-db: its per-period flips are the
+//     workload's (scans), not the sample's noise.
+//
+// Still missing: lirs-cpp 25% (-0.84: any switch from the start costs the
+// mirror about 0.4 points there, and the start is 1.15 points under ARC),
+// lirs-zigzag 25% (-0.95), and the large set's synth-db 50% and, by seed,
+// synth-db 25%, synth-large-one-hit 10 and 25%, synth-large-phases 10%,
+// as in the seventh round.
 //
 // # Cost
 //

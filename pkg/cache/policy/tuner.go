@@ -48,6 +48,7 @@ var (
 	maxProjection  = 4.0  // ... but at most this many times as long as it was measured
 	sampledCost    = 0.5  // sampled: a switch costs this many times the sampled keys to load (the live cache loads none)
 	typeSwitchCost = 1.0  // sampled: a switch between W-TinyLFU and ARC costs this many times more
+	tieCost        = 0.5  // a tied lead is taken instead of the largest if its switch costs under this share
 	earlyDiv       = 4    // sampled: the early shadows hold this many times fewer keys than the shadows
 	minEarly       = 64   // ... but at least this many
 	confirmShare   = 0.1  // sampled: a sample under this share of the keys needs a switch confirmed by a second decision
@@ -109,6 +110,7 @@ type tuner struct {
 	wins    []float64   // wins[i*k+j]: decayed accesses that hit shadow i and missed shadow j
 	acc     float64     // decayed sampled accesses
 	victims []uint64    // scratch for the shadows' Insert
+	costs   []float64   // scratch for choose
 	freq    *sketch     // the W-TinyLFU shadows' shared frequency sketch
 
 	// What the current shadow did with the last access (full sampling).
@@ -320,11 +322,19 @@ func (t *tuner) earlyChoice() int {
 // none qualifies. The shadow with the largest lead is often the farthest
 // from the current one, the dearest to switch to: when it does not pay yet,
 // a nearer one whose smaller real lead does is taken now rather than
-// nothing (the third round tested only the largest lead and waited).
+// nothing (the third round tested only the largest lead and waited). And
+// when another qualifying shadow costs under tieCost of the largest lead's
+// switch and the largest lead's shadow does not beat it for real (the same
+// paired test, between the two), the cheapest such shadow is taken: their
+// leads are tied, and the dearer switch would cost more for nothing (the
+// eighth round in doc.go).
 func (t *tuner) choose(span float64) int {
 	k := len(t.shadows)
+	// cost[i] is the switch's cost if shadow i qualifies, else -1.
+	cost := t.costs[:0]
 	best, lead := t.cur, 0.0
 	for i := 0; i < k; i++ {
+		cost = append(cost, -1)
 		if i == t.cur {
 			continue
 		}
@@ -332,11 +342,27 @@ func (t *tuner) choose(span float64) int {
 		if !ok {
 			continue
 		}
-		if gain > lead && gain*min(horizon*span/t.acc, maxProjection) > t.switchCost(i) {
-			best, lead = i, gain
+		if c := t.switchCost(i); gain*min(horizon*span/t.acc, maxProjection) > c {
+			cost[i] = c
+			if gain > lead {
+				best, lead = i, gain
+			}
 		}
 	}
-	return best
+	t.costs = cost
+	if best == t.cur {
+		return best
+	}
+	cheapest, least := best, tieCost*cost[best]
+	for i, c := range cost {
+		if c < 0 || c >= least || i == best {
+			continue
+		}
+		if _, beaten := realLead(t.wins, k, best, i, t.acc); !beaten {
+			cheapest, least = i, c
+		}
+	}
+	return cheapest
 }
 
 // confirmed returns the candidate to follow when a decision chose best: best

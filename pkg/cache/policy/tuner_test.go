@@ -170,7 +170,9 @@ func TestTunerStaysOnSteadyWorkload(t *testing.T) {
 // TestTunerChoosesALeadThatPays checks the decision rule: when the shadow
 // with the largest lead does not pay for its switch, a shadow with a smaller
 // real lead that does is chosen; a lead under the significance test never
-// is; with no qualifying lead the tuner stays.
+// is; with no qualifying lead the tuner stays; of two qualifying leads
+// that the paired test cannot tell apart, the one that costs under half as
+// much is chosen.
 func TestTunerChoosesALeadThatPays(t *testing.T) {
 	tu := newTuner(1000, 1)
 	if !tu.full || len(tu.shadows) != len(candidates) {
@@ -194,18 +196,24 @@ func TestTunerChoosesALeadThatPays(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		lru, arc, w1 [2]float64 // wins, losses against shadow 0
+		lruW1        [2]float64 // LRU's wins and losses against shadow 3
 		want         int
 	}{
 		// LRU: lead 150, 12 sigmas, projected 450 < 500: does not pay.
 		// Shadow 3 (the 1% window with Caffeine's admission rule): lead
 		// 60, 7.7 sigmas, pays. ARC: lead 90, 1.5 sigmas.
-		{"smaller lead that pays", [2]float64{150, 0}, [2]float64{1800, 1710}, [2]float64{60, 0}, 3},
-		{"largest lead that pays", [2]float64{200, 0}, [2]float64{1800, 1710}, [2]float64{60, 0}, 1},
-		{"none pays or is real", [2]float64{150, 0}, [2]float64{1800, 1710}, [2]float64{5, 0}, 0},
+		{"smaller lead that pays", [2]float64{150, 0}, [2]float64{1800, 1710}, [2]float64{60, 0}, [2]float64{140, 0}, 3},
+		// LRU beats shadow 3 by 140 of 160 disagreements: 11 sigmas.
+		{"largest lead that pays", [2]float64{200, 0}, [2]float64{1800, 1710}, [2]float64{60, 0}, [2]float64{150, 10}, 1},
+		// LRU leads shadow 3 by 10 of 50 disagreements: 1.4 sigmas, a
+		// tie; shadow 3 costs nothing.
+		{"tied leads, the cheaper", [2]float64{200, 0}, [2]float64{1800, 1710}, [2]float64{190, 0}, [2]float64{30, 20}, 3},
+		{"none pays or is real", [2]float64{150, 0}, [2]float64{1800, 1710}, [2]float64{5, 0}, [2]float64{145, 0}, 0},
 	} {
 		set(1, tc.lru[0], tc.lru[1])
 		set(2, tc.arc[0], tc.arc[1])
 		set(3, tc.w1[0], tc.w1[1])
+		tu.wins[1*k+3], tu.wins[3*k+1] = tc.lruW1[0], tc.lruW1[1]
 		if got := tu.choose(span); got != tc.want {
 			t.Errorf("%s: choose = %d, want %d", tc.name, got, tc.want)
 		}
