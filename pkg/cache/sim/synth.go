@@ -253,6 +253,27 @@ func SynthDB(hot, cold, scanEvery, accesses int, seed uint64) *Trace {
 	return b.trace("synth-db")
 }
 
+// SynthConcat plays traces one after another, like the ConCat trace of the
+// ARC study (Megiddo and Modha: fourteen workstation traces end to end):
+// each part's keys are made disjoint from the others' (XOR with a constant
+// per part, a bijection within the part), so every boundary is a complete
+// change of working set and access pattern.
+func SynthConcat(name string, parts ...*Trace) *Trace {
+	n := 0
+	for _, p := range parts {
+		n += len(p.Keys)
+	}
+	tr := &Trace{Name: name, Keys: make([]uint64, 0, n)}
+	for i, p := range parts {
+		salt := uint64(i) * 0x9e3779b97f4a7c15
+		for _, k := range p.Keys {
+			tr.Keys = append(tr.Keys, k^salt)
+		}
+		tr.Distinct += p.Distinct
+	}
+	return tr
+}
+
 // LargeSyntheticTraces returns a second held-out set at the scale of the
 // block traces of the ARC and UMass studies (hundreds of thousands of
 // distinct keys, 1.5 to 3 million accesses): caches of 2,249 to 650,112
@@ -260,8 +281,11 @@ func SynthDB(hot, cold, scanEvery, accesses int, seed uint64) *Trace {
 // tuner decides on a small sample. A database-like stream (SynthDB); a
 // low-skew Zipf over a million keys (a search engine's index blocks); an
 // LRU stack-distance stream (OLTP-like); Zipf with 30% one-hit wonders
-// (a CDN); and ten shifting Zipf working sets. About 13.5 million accesses
-// in all: TestLargeSyntheticBar replays them only when asked (-large).
+// (a CDN); ten shifting Zipf working sets; and four such workloads end to
+// end (SynthConcat; added in the eighth round, after the others had been
+// measured: a shift of workload at a large cache's pace). About 19.5
+// million accesses in all: TestLargeSyntheticBar replays them only when
+// asked (-large).
 func LargeSyntheticTraces() []*Trace {
 	named := func(tr *Trace, name string) *Trace {
 		tr.Name = name
@@ -273,5 +297,10 @@ func LargeSyntheticTraces() []*Trace {
 		named(SynthStack(0.15, 4000, 1_500_000, 23), "synth-large-stack"),
 		named(SynthOneHit(500_000, 0.3, 3_000_000, 24), "synth-large-one-hit"),
 		named(SynthPhases(50_000, 300_000, 10, 25), "synth-large-phases"),
+		SynthConcat("synth-large-concat",
+			SynthDB(100_000, 300_000, 40_000, 1_500_000, 31),
+			SynthZipf(0.8, 500_000, 1_500_000, 32),
+			SynthOneHit(250_000, 0.3, 1_500_000, 33),
+			SynthStack(0.15, 4000, 1_500_000, 34)),
 	}
 }
