@@ -662,6 +662,14 @@
 //   - Sketch aging every 5 or 3 x capacity instead of 10 for caches of
 //     2,048 keys and more: -0.3 to +0.8 points at 5 to 25% of
 //     synth-large-concat (two seeds); not a fix.
+//   - No confirmation for a lead beyond doubt (at 25% the tuner waited a
+//     period of 860,000 accesses with LRU 15 sigmas ahead): skipping it
+//     for leads of 8, 10 or 14 sigmas whose projection is 2 to 4 x their
+//     cost: large set (six traces) 5 to 8 misses per seed against 6, 7,
+//     5, mean -0.206 to -0.322 (seed 2, 10 sigmas) against -0.238,
+//     -0.226, -0.114; the best (14 sigmas, 2 x): 6, 7, 4, mean -0.233,
+//     -0.224, -0.090, concat 25% gains up to 0.8 but synth-db 50% loses
+//     0.34 (seed 1). Within noise; not kept.
 //
 // Still missing: lirs-cpp 25% (-0.84: any switch from the start costs the
 // mirror about 0.4 points there, and the start is 1.15 points under ARC),
