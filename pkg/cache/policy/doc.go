@@ -670,6 +670,11 @@
 //     -0.226, -0.114; the best (14 sigmas, 2 x): 6, 7, 4, mean -0.233,
 //     -0.224, -0.090, concat 25% gains up to 0.8 but synth-db 50% loses
 //     0.34 (seed 1). Within noise; not kept.
+//   - Decisions every 1 or 0.5 x the shadow size in sampled accesses
+//     instead of 2 x for confirming tuners (a switch in half or a quarter
+//     of the time): 7, 6, 3 and 5, 8, 6 misses, mean -0.215/-0.270/-0.105
+//     and -0.170/-0.378/-0.207 (from -0.238/-0.226/-0.114): concat 25%
+//     gains 0.1 to 0.8, synth-large-one-hit 5 and 10% lose up to 1.4.
 //
 // Still missing: lirs-cpp 25% (-0.84: any switch from the start costs the
 // mirror about 0.4 points there, and the start is 1.15 points under ARC),
