@@ -255,9 +255,11 @@ func SynthDB(hot, cold, scanEvery, accesses int, seed uint64) *Trace {
 
 // SynthConcat plays traces one after another, like the ConCat trace of the
 // ARC study (Megiddo and Modha: fourteen workstation traces end to end):
-// each part's keys are made disjoint from the others' (XOR with a constant
-// per part, a bijection within the part), so every boundary is a complete
-// change of working set and access pattern.
+// each part's keys are moved away from the others' (XOR of the hashed keys
+// with a constant per part: a bijection within the part, and two parts
+// share a key only by a 2^-64 chance per pair, so Distinct is the parts'
+// sum), so every boundary is a complete change of working set and access
+// pattern.
 func SynthConcat(name string, parts ...*Trace) *Trace {
 	n := 0
 	for _, p := range parts {
@@ -276,7 +278,7 @@ func SynthConcat(name string, parts ...*Trace) *Trace {
 
 // LargeSyntheticTraces returns a second held-out set at the scale of the
 // block traces of the ARC and UMass studies (hundreds of thousands of
-// distinct keys, 1.5 to 3 million accesses): caches of 2,249 to 650,112
+// distinct keys, 1.5 to 6 million accesses): caches of 2,249 to 782,196
 // keys, where the default policy samples its keys (above 2,048) and its
 // tuner decides on a small sample. A database-like stream (SynthDB); a
 // low-skew Zipf over a million keys (a search engine's index blocks); an
