@@ -675,6 +675,12 @@
 //     of the time): 7, 6, 3 and 5, 8, 6 misses, mean -0.215/-0.270/-0.105
 //     and -0.170/-0.378/-0.207 (from -0.238/-0.226/-0.114): concat 25%
 //     gains 0.1 to 0.8, synth-large-one-hit 5 and 10% lose up to 1.4.
+//   - A second set of tallies over the last period alone, for confirming
+//     tuners: a lead of 10 (or 7) sigmas there whose projection is twice
+//     its cost switches at once, whatever the long tallies say: 5, 7, 4
+//     (5, 7, 5) misses, mean -0.215/-0.266/-0.125 (-0.249/-0.256/-0.149):
+//     concat 10% -1.30 to -1.90 (from -0.77 to -2.30), synth-db 25% worse
+//     (-0.92 to -2.07 for some seeds). Not kept.
 //
 // Still missing: lirs-cpp 25% (-0.84: any switch from the start costs the
 // mirror about 0.4 points there, and the start is 1.15 points under ARC),
