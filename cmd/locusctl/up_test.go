@@ -44,10 +44,6 @@ func parsePasses(t *testing.T, out string) []passLine {
 	return ps
 }
 
-// TestUpNoWait is the README's run command as CI runs it: the local
-// cluster starts, every pass reads every row written, tasks run
-// data-local, the warm passes hit, and it exits cleanly, removing its
-// temporary directory.
 // waitUpRunning waits until up, started with its result going to errc,
 // says it runs until Ctrl-C; it fails the test if up returns first or is
 // not running within 30 s.
@@ -65,6 +61,10 @@ func waitUpRunning(t *testing.T, stdout, stderr *testproc.SyncBuffer, errc <-cha
 	}
 }
 
+// TestUpNoWait is the README's run command as CI runs it: the local
+// cluster starts, every pass reads every row written, tasks run
+// data-local, the warm passes hit, and it exits cleanly, removing its
+// temporary directory.
 func TestUpNoWait(t *testing.T) {
 	start := time.Now()
 	var stdout, stderr testproc.SyncBuffer
