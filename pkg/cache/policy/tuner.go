@@ -52,6 +52,7 @@ var (
 	earlyDiv       = 4    // sampled: the early shadows hold this many times fewer keys than the shadows
 	minEarly       = 64   // ... but at least this many
 	confirmShare   = 0.1  // sampled: a sample under this share of the keys needs a switch confirmed by a second decision
+	stallGaps      = 8.0  // full sampling: a lead whose wins stopped for this many mean gaps (at the last period's rate) has stalled
 )
 
 // decisionHook, if set (by tests and experiments), sees every decision and
@@ -99,7 +100,9 @@ func newShadow(c candidate, capacity int, seed uint64, freq *sketch) shadow {
 //
 // Both tests matter: without the cost test the tuner chases short phases
 // and every switch costs hits; without the significance test it switches
-// on noise.
+// on noise. A full-sampling tuner also defers a lead that has stalled
+// (stalled): it follows that shadow at its next win before the next
+// decision, not at the decision.
 type tuner struct {
 	full      bool   // every key is sampled
 	threshold uint64 // otherwise, a key is sampled iff hash(key ^ seed) < threshold
@@ -112,6 +115,9 @@ type tuner struct {
 	victims []uint64    // scratch for the shadows' Insert
 	costs   []float64   // scratch for choose
 	freq    *sketch     // the W-TinyLFU shadows' shared frequency sketch
+
+	stall    stallNotes // the stall test's record (full sampling)
+	deferred int        // a stalled lead's shadow, followed as soon as it wins again; -1 if none
 
 	// What the current shadow did with the last access (full sampling).
 	curVictims []uint64 // the keys it evicted
@@ -145,7 +151,7 @@ type tuner struct {
 }
 
 func newTuner(capacity int, seed uint64) *tuner {
-	t := &tuner{seed: mix64(seed ^ 0x74756e6572), victims: make([]uint64, 0, 8), curVictims: make([]uint64, 0, 8), pending: -1}
+	t := &tuner{seed: mix64(seed ^ 0x74756e6572), victims: make([]uint64, 0, 8), curVictims: make([]uint64, 0, 8), pending: -1, deferred: -1}
 	size := capacity
 	if capacity <= maxShadow {
 		t.full = true
@@ -168,6 +174,7 @@ func newTuner(capacity int, seed uint64) *tuner {
 		t.shadows = append(t.shadows, newShadow(c, size, mix64(seed+uint64(i)+1), t.freq))
 	}
 	t.wins = make([]float64, len(t.shadows)*len(t.shadows))
+	t.stall = stallNotes{last: make([]int, len(t.wins)), period: make([]float64, len(t.wins))}
 	if !t.full {
 		esize := max(minEarly, size/earlyDiv)
 		for i, c := range t.cands {
@@ -212,9 +219,23 @@ func (t *tuner) access(key uint64) bool {
 			t.curVictims = append(t.curVictims, t.victims...)
 		}
 	}
-	tally(t.wins, hits, len(t.shadows))
+	var notes *stallNotes
+	if t.full {
+		notes = &t.stall
+		notes.clock++
+	}
+	tally(t.wins, hits, len(t.shadows), notes)
 	t.acc++
 	switched := false
+	if t.full {
+		if d := t.deferred; d >= 0 && hits&(1<<d) != 0 && hits&(1<<t.cur) == 0 {
+			// The stalled lead grows again: follow it now.
+			t.cur, t.curHolds, switched, t.deferred = d, true, true, -1
+			if decisionHook != nil {
+				decisionHook(t, d)
+			}
+		}
+	}
 	if t.early != nil {
 		t.victims = replay(t.early, key, t.ewins, t.victims)
 		t.eacc++
@@ -254,14 +275,25 @@ func (t *tuner) access(key uint64) bool {
 	}
 	for i := range t.wins {
 		t.wins[i] *= scoreDecay
+		t.stall.period[i] = 0
 	}
 	t.acc *= scoreDecay
 	return switched
 }
 
+// stallNotes records, for the stall test, when each shadow last hit an
+// access another missed and how often it did in the current period,
+// indexed as the tallies.
+type stallNotes struct {
+	clock  int       // sampled accesses so far
+	last   []int     // last[i*k+j]: clock at the last access that hit shadow i and missed j
+	period []float64 // period[i*k+j]: such accesses in the current period
+}
+
 // tally adds an access to the pairwise tallies of k shadows: every shadow
 // whose bit is set in hits hit it and beat every shadow whose bit is not.
-func tally(wins []float64, hits uint64, k int) {
+// It records each such win in notes too, unless notes is nil.
+func tally(wins []float64, hits uint64, k int, notes *stallNotes) {
 	if all := uint64(1)<<k - 1; hits == 0 || hits == all {
 		return
 	}
@@ -272,6 +304,10 @@ func tally(wins []float64, hits uint64, k int) {
 		for j := 0; j < k; j++ {
 			if hits&(1<<j) == 0 {
 				wins[i*k+j]++
+				if notes != nil {
+					notes.last[i*k+j] = notes.clock
+					notes.period[i*k+j]++
+				}
 			}
 		}
 	}
@@ -288,7 +324,7 @@ func replay(shadows []shadow, key uint64, wins []float64, victims []uint64) []ui
 		}
 		victims, _ = s.Insert(key, victims[:0])
 	}
-	tally(wins, hits, len(shadows))
+	tally(wins, hits, len(shadows), nil)
 	return victims
 }
 
@@ -327,12 +363,15 @@ func (t *tuner) earlyChoice() int {
 // switch and the largest lead's shadow does not beat it for real (the same
 // paired test, between the two), the cheapest such shadow is taken: their
 // leads are tied, and the dearer switch would cost more for nothing (the
-// eighth round in doc.go).
+// eighth round in doc.go). A chosen shadow whose lead has stalled (stalled)
+// is not taken at the decision but deferred: access follows it at its next
+// win, if one comes before the next decision.
 func (t *tuner) choose(span float64) int {
 	k := len(t.shadows)
 	// cost[i] is the switch's cost if shadow i qualifies, else -1.
 	cost := t.costs[:0]
 	best, lead := t.cur, 0.0
+	t.deferred = -1
 	for i := 0; i < k; i++ {
 		cost = append(cost, -1)
 		if i == t.cur {
@@ -362,7 +401,29 @@ func (t *tuner) choose(span float64) int {
 			cheapest, least = i, c
 		}
 	}
+	if t.stalled(cheapest, span) {
+		t.deferred = cheapest
+		return t.cur
+	}
 	return cheapest
+}
+
+// stalled reports whether shadow i's lead over the current one has stopped
+// growing (full sampling only): in the last period of span accesses it won
+// at some rate, and since its last win stallGaps mean gaps at that rate
+// have passed (or it won nothing in the period). Under a steady rate such a
+// gap has a chance of e^-stallGaps. A lead built in a burst that has ended
+// is often one the current shadow is about to make up: on a zigzag's first
+// reversal LRU hits the pass's last keys at once while the sticky window
+// hits the keys it kept from the pass's start only at the reversal's end
+// (the ninth round in doc.go).
+func (t *tuner) stalled(i int, span float64) bool {
+	if !t.full {
+		return false
+	}
+	k := len(t.shadows)
+	w := t.stall.period[i*k+t.cur]
+	return w == 0 || w/span*float64(t.stall.clock-t.stall.last[i*k+t.cur]) > stallGaps
 }
 
 // confirmed returns the candidate to follow when a decision chose best: best

@@ -193,6 +193,11 @@ func TestTunerChoosesALeadThatPays(t *testing.T) {
 	set := func(i int, win, loss float64) { tu.wins[i*k] = win; tu.wins[i] = loss }
 	tu.acc = 10000
 	const span = 1000.0 // projection factor min(30 x 1000 / 10000, 4) = 3
+	// Every lead grew at the last access: none has stalled (the stall
+	// test is TestTunerDefersAStalledLead's).
+	for i := 1; i < k; i++ {
+		tu.stall.period[i*k], tu.stall.last[i*k] = 1, tu.stall.clock
+	}
 	for _, tc := range []struct {
 		name         string
 		lru, arc, w1 [2]float64 // wins, losses against shadow 0
@@ -217,6 +222,71 @@ func TestTunerChoosesALeadThatPays(t *testing.T) {
 		if got := tu.choose(span); got != tc.want {
 			t.Errorf("%s: choose = %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestTunerDefersAStalledLead checks the stall test of a full-sampling
+// tuner: a qualifying lead whose wins over the current shadow stopped
+// (none for stallGaps mean gaps at the last period's rate, or none in the
+// period) is not followed at the decision but as soon as it wins again,
+// and only until the next decision; a lead still growing is followed at
+// once.
+func TestTunerDefersAStalledLead(t *testing.T) {
+	const span = 1000.0
+	setup := func(t *testing.T, periodWins float64, sinceLast int) *tuner {
+		tu := newTuner(1000, 1)
+		k := len(tu.shadows)
+		// LRU (shadow 1) hit 300 accesses the current shadow (0)
+		// missed, and holds nothing shadow 0 does not: a real lead
+		// that pays.
+		tu.wins[1*k], tu.acc = 300, 10000
+		tu.stall.clock = 10000
+		tu.stall.period[1*k] = periodWins
+		tu.stall.last[1*k] = tu.stall.clock - sinceLast
+		return tu
+	}
+	for _, tc := range []struct {
+		name       string
+		periodWins float64 // LRU's wins over shadow 0 in the period
+		sinceLast  int     // accesses since the last one
+		want       int     // the decision
+		deferred   int
+	}{
+		// 100 wins in 1000 accesses: a mean gap of 10.
+		{"growing", 100, 50, 1, -1},
+		{"stalled", 100, 81, 0, 1},
+		{"nothing this period", 0, 1000, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tu := setup(t, tc.periodWins, tc.sinceLast)
+			if got := tu.choose(span); got != tc.want || tu.deferred != tc.deferred {
+				t.Fatalf("choose = %d, deferred %d; want %d, %d", got, tu.deferred, tc.want, tc.deferred)
+			}
+		})
+	}
+
+	// A deferred lead is followed on its next win, not on an access
+	// both shadows hit or miss.
+	tu := setup(t, 100, 500)
+	if got := tu.choose(span); got != 0 || tu.deferred != 1 {
+		t.Fatalf("setup: choose = %d, deferred %d; want 0, 1", got, tu.deferred)
+	}
+	var v []uint64
+	only := mix64(1 << 40) // a key only LRU's shadow holds
+	v, _ = tu.shadows[1].Insert(only, v[:0])
+	if tu.access(mix64(1<<41)) || tu.cur != 0 {
+		t.Fatalf("an access every shadow missed: switched to %d, want to stay on 0", tu.cur)
+	}
+	if !tu.access(only) || tu.cur != 1 || tu.deferred != -1 {
+		t.Fatalf("LRU's win: following %d, deferred %d; want 1, -1", tu.cur, tu.deferred)
+	}
+
+	// The next decision forgets a deferred lead it does not choose again.
+	tu = setup(t, 100, 500)
+	tu.choose(span)
+	tu.wins[1*len(tu.shadows)] = 0
+	if got := tu.choose(span); got != 0 || tu.deferred != -1 {
+		t.Fatalf("no lead left: choose = %d, deferred %d; want 0, -1", got, tu.deferred)
 	}
 }
 
