@@ -748,6 +748,14 @@
 //   - Decisions every 1 or 0.5 x the shadow size for full-sampling tuners
 //     (horizon scaled to the same accesses; TestDiag, seed 1): cpp 25%
 //     unchanged (84.82), zigzag 25% back to 23.04.
+//   - Decisions also at every quarter or eighth of a full period, without
+//     decaying the tallies there (TestDiag, seed 1): cpp 25% 84.82 and
+//     84.50, zigzag 25% back to 23.04.
+//   - Early shadows for full-sampling caches too (the sixth round's
+//     measurement, repeated with the stall test): cpp 25% -0.84 to -0.67,
+//     but 2, 2, 2 misses (multi2 25% -0.98 for seed 1, sprite 5% -0.51 for
+//     seed 3), mean +0.707/+0.749/+0.734 (from +0.755/+0.786/+0.779): ps 5%
+//     loses 1.5 points, multi2 5 and 10% about 0.5.
 //
 // Still missing: cpp 25% (-0.84, as in the eighth round); on the large
 // set, as in the eighth round.
