@@ -756,6 +756,20 @@
 //     but 2, 2, 2 misses (multi2 25% -0.98 for seed 1, sprite 5% -0.51 for
 //     seed 3), mean +0.707/+0.749/+0.734 (from +0.755/+0.786/+0.779): ps 5%
 //     loses 1.5 points, multi2 5 and 10% about 0.5.
+//   - A fast lane for confirming tuners (caches above 20,480 keys), for a
+//     change of workload (synth-large-concat): tallies over windows of 512
+//     sampled accesses besides the long ones; a shadow that leads the
+//     followed one in two windows in a row by 8 sigmas and 5% of the
+//     window is followed at once, and the long tallies are cleared. In
+//     the concatenation's Zipf part LRU leads the sticky window by about
+//     20 points in every window, 14 sigmas. Large set 5, 8, 4 misses, mean
+//     -0.160/-0.308/-0.129 (from 6, 7, 5, -0.238/-0.226/-0.114): concat
+//     10% -2.30 to -0.18 for seed 1, but synth-db 25% -0.57/+0.67/+0.62 to
+//     -1.39/-2.33/-0.37 (its phases lead by as much, and revert). Keeping
+//     the long tallies: 5, 8, 4, mean -0.169/-0.323/-0.108 (synth-db 25%
+//     -2.39 for seed 2); 12 sigmas and 10% of the window: 6, 7, 5, mean
+//     -0.271/-0.309/-0.162 (concat 10% -3.30 for seed 2). A window's lead
+//     does not tell a change of workload from a phase that reverts.
 //
 // Still missing: cpp 25% (-0.84, as in the eighth round); on the large
 // set, as in the eighth round.
