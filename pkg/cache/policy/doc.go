@@ -770,6 +770,10 @@
 //     -2.39 for seed 2); 12 sigmas and 10% of the window: 6, 7, 5, mean
 //     -0.271/-0.309/-0.162 (concat 10% -3.30 for seed 2). A window's lead
 //     does not tell a change of workload from a phase that reverts.
+//   - A cheaper price on a sampled switch (a quarter of the keys to load,
+//     not half), so that large caches reach LRU or ARC sooner: large set
+//     8, 8, 5 misses, mean -0.234/-0.353/-0.113 (concat 10% -4.81 for
+//     seed 2, synth-large-phases 1% -0.35 to -0.51).
 //
 // Still missing: cpp 25% (-0.84, as in the eighth round); on the large
 // set, as in the eighth round.
