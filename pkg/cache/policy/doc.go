@@ -777,8 +777,8 @@
 //   - Full sampling up to 8,192 keys instead of 2,048 (the mirror and the
 //     stall test for caches up to 8,192 keys; memory not measured):
 //     shared traces 3, 3, 3 misses, mean +0.729/+0.759/+0.752
-//     (web07 25% -1.25 to -1.34, web12 50% -0.59 to -0.61: the sampled
-//     mode's early shadows start these caches better); synthetic set 0,
+//     (web07 25% -1.25 to -1.34, web12 50% -0.59 to -0.61; not diagnosed
+//     further: these caches do better sampled); synthetic set 0,
 //     0, 0, mean +0.394/+0.417/+0.428 (from +0.418/+0.397/+0.451).
 //
 // Still missing: cpp 25% (-0.84, as in the eighth round); on the large
