@@ -780,6 +780,11 @@
 //     (web07 25% -1.25 to -1.34, web12 50% -0.59 to -0.61; not diagnosed
 //     further: these caches do better sampled); synthetic set 0,
 //     0, 0, mean +0.394/+0.417/+0.428 (from +0.418/+0.397/+0.451).
+//   - The sticky rule on a 10% window as the start (for cpp 25%, where the
+//     10% and 30% windows come within 0.3 points of ARC), the sticky 1%
+//     window kept as a seventh candidate: cpp 25% -0.55, but 9, 8, 8
+//     misses, mean +0.423/+0.486/+0.449 (cs 50% -2.3, gli 25% -1.9 to
+//     -2.1, ps 25% -1.3, multi1 50% -0.8).
 //
 // Still missing: cpp 25% (-0.84, as in the eighth round); on the large
 // set, as in the eighth round.
