@@ -43,14 +43,18 @@ type Cache struct {
 	closed  atomic.Bool
 	closeMu sync.Mutex // serialises Close
 
-	seq              atomic.Uint64 // last page write sequence number
-	degraded         atomic.Pointer[string]
-	originRequests   atomic.Int64
-	originBytes      atomic.Int64
-	originErrors     atomic.Int64
-	writeErrors      atomic.Int64
-	uncacheable      atomic.Int64
-	invalidatedPages atomic.Int64
+	seq            atomic.Uint64          // last page write sequence number
+	degraded       atomic.Pointer[string] // why the cache runs below its configuration (Stats)
+	stopped        atomic.Bool            // a slab write failed: no new pages are stored
+	originRequests atomic.Int64
+	originBytes    atomic.Int64
+	originErrors   atomic.Int64
+	writeErrors    atomic.Int64
+	uncacheable    atomic.Int64
+	// Cold misses of objects too large to read through flights
+	// (readThrough), which no shard counts.
+	throughPages, throughBytes atomic.Int64
+	invalidatedPages           atomic.Int64
 
 	reindexed   int64
 	reindexTime time.Duration
@@ -163,10 +167,15 @@ func (c *Cache) quota(i int) int { return c.quotas[i] }
 // storing new pages (reads of cached pages and pass-through reads go on).
 func (c *Cache) writeFailed(err error) {
 	c.writeErrors.Add(1)
-	reason := fmt.Sprintf("slab write failed, no new pages are cached: %v", err)
-	if c.degraded.CompareAndSwap(nil, &reason) {
-		c.cfg.Logger.Error("cache degraded to pass-through for new pages", "dir", c.cfg.Dir, "err", err)
+	if !c.stopped.CompareAndSwap(false, true) {
+		return
 	}
+	reason := fmt.Sprintf("slab write failed, no new pages are cached: %v", err)
+	if old := c.degraded.Load(); old != nil {
+		reason = *old + "; " + reason
+	}
+	c.degraded.Store(&reason)
+	c.cfg.Logger.Error("cache degraded to pass-through for new pages", "dir", c.cfg.Dir, "err", err)
 }
 
 // Invalidate drops every cached page of uri, whatever its version, so the

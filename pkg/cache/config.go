@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/locuscache/locus/pkg/cache/policy"
 )
 
@@ -35,6 +37,12 @@ const (
 	maxFetchBytes = 1 << 30
 	// maxShards bounds Config.Shards.
 	maxShards = 1024
+	// maxFetchParallelism bounds Config.FetchParallelism.
+	maxFetchParallelism = 1024
+	// maxHistoryPages bounds Config.HistoryPages (about 1.25 bytes each).
+	maxHistoryPages = 1 << 30
+	// maxSlabs bounds the number of slab files (CapacityBytes / SlabSize).
+	maxSlabs = 1 << 16
 	// minSlotsPerShard keeps shards from being so small that hash imbalance
 	// wastes capacity.
 	minSlotsPerShard = 16
@@ -82,13 +90,15 @@ type Config struct {
 	// cache's whole capacity. With Dir set it sizes a RAM tier that keeps
 	// copies of the hottest disk pages (a page read twice since it was
 	// written is promoted; the RAM tier evicts with CLOCK). 0 = no RAM tier.
+	// At most the machine's memory.
 	MemoryBytes int64
 	// PageSize is the unit of caching, in bytes: a multiple of 512 between
 	// MinPageSize and MaxPageSize. Default DefaultPageSize (1 MiB). A cache
 	// directory written with another page size is discarded at start.
 	PageSize int
 	// SlabSize is the size of one slab file. Default DefaultSlabSize (1 GiB),
-	// lowered to CapacityBytes for a smaller cache.
+	// lowered to CapacityBytes for a smaller cache. CapacityBytes / SlabSize
+	// must stay under 65,536 files.
 	SlabSize int64
 	// Shards is the number of lock shards (rounded down to a power of two,
 	// at most 1024). Default 4 per CPU, at most 256. Fewer are used when
@@ -108,12 +118,12 @@ type Config struct {
 	// pages, at least one page). Default DefaultMaxFetchBytes.
 	MaxFetchBytes int64
 	// FetchParallelism is how many origin requests one read runs at once.
-	// Default DefaultFetchParallelism.
+	// Default DefaultFetchParallelism, at most 1024.
 	FetchParallelism int
 	// HistoryPages is how many evicted pages the miss classifier remembers
 	// (a rotating Bloom filter, about 1.25 bytes per page): a miss on a page
 	// in the history is a capacity miss, otherwise a cold one. Default 4x
-	// the page capacity, at least 4096.
+	// the page capacity, at least 4096; at most 2^30.
 	HistoryPages int
 	// Verify says when data checksums are checked. Default VerifyFirstRead.
 	Verify VerifyMode
@@ -188,6 +198,21 @@ func (cfg Config) validate() (Config, error) {
 	if cfg.FetchParallelism == 0 {
 		cfg.FetchParallelism = DefaultFetchParallelism
 	}
+	if cfg.FetchParallelism > maxFetchParallelism {
+		return bad("FetchParallelism %d above the maximum %d", cfg.FetchParallelism, maxFetchParallelism)
+	}
+	if cfg.HistoryPages > maxHistoryPages {
+		return bad("HistoryPages %d above the maximum %d", cfg.HistoryPages, maxHistoryPages)
+	}
+	if cfg.Dir != "" {
+		if n := cfg.CapacityBytes / cfg.SlabSize; n >= maxSlabs {
+			return bad("CapacityBytes %d in slabs of %d bytes makes %d slab files, more than %d: raise SlabSize",
+				cfg.CapacityBytes, cfg.SlabSize, n, maxSlabs)
+		}
+	}
+	if ram := physicalMemory(); ram > 0 && cfg.MemoryBytes > ram {
+		return bad("MemoryBytes %d is more than this machine's memory (%d bytes)", cfg.MemoryBytes, ram)
+	}
 	if cfg.Shards > maxShards {
 		return bad("Shards %d above the maximum %d", cfg.Shards, maxShards)
 	}
@@ -198,4 +223,13 @@ func (cfg Config) validate() (Config, error) {
 		cfg.Logger = slog.Default()
 	}
 	return cfg, nil
+}
+
+// physicalMemory is the machine's RAM in bytes, 0 if unknown.
+func physicalMemory() int64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
 }

@@ -72,7 +72,9 @@
 // (evicted or refused by admission, remembered by a rotating Bloom filter
 // of Config.HistoryPages entries), MissInvalidated (another version of the
 // URI was cached, or Invalidate dropped it), MissCorrupt (failed its
-// checksum). ReadResult and Stats count pages and bytes by cause.
+// checksum, or dropped for it and not stored again yet). ReadResult and
+// Stats count pages and bytes by cause. An object of more than 2^32 pages
+// is read straight through (its pages are cold misses, never cached).
 //
 // Which version of a URI is current is decided by the origin, not by the
 // order readers ask: when the origin serves a version, the pages of every
@@ -103,13 +105,17 @@
 // trusted, since its checksum was computed from the very buffer written.
 // VerifyAlways checks every read. A page that fails is counted, dropped (its
 // header zeroed) and refetched. Evicted pages keep their headers until
-// their slot is reused, so a restart may bring them back; invalidated and
-// stale pages have their headers zeroed and never come back.
+// their slot is reused, so a restart may bring them back, until an
+// invalidation: Invalidate, and the drop of a replaced version, zero the
+// headers of the object's pages and of every evicted page still on disk,
+// and wait for writes of the object in progress, so that once they
+// return no page of it comes back after a restart or a crash.
 //
 // # Degraded operation
 //
 // If the disk is too full to preallocate every slab, New keeps the slabs
-// that fit, or runs with none and passes every read through to the origin;
+// that fit and caches on them, or runs with none and passes every read
+// through to the origin;
 // if a slab write fails later, the cache stops storing new pages and keeps
 // serving the cached ones and the origin. Stats.Degraded and DegradedReason
 // say so. A cache directory that is a file or is not writable is a

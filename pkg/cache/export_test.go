@@ -105,3 +105,16 @@ func itoa(i int) string {
 		}
 	}
 }
+
+// StaleHeaderSlots is the length of the shards' lists of released slots
+// with a header still on disk.
+func (c *Cache) StaleHeaderSlots() int {
+	n := 0
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		n += len(sh.stale)
+		sh.mu.Unlock()
+	}
+	return n
+}

@@ -42,6 +42,13 @@ func invalidatedFP(o *object, page int64) uint64 {
 	return mix64(o.uriHash ^ uint64(page)*0xc2b2ae3d27d4eb4f ^ 0x5bd1e995)
 }
 
+// corruptFP marks a page dropped for a bad checksum, so that its next miss
+// (a reader racing the refetch, or after a failed one) is a corrupt miss,
+// not a cold one.
+func corruptFP(o *object, page int64) uint64 {
+	return mix64(o.hash ^ uint64(page)*0x9e3779b97f4a7c15 ^ 0x636f7272)
+}
+
 func (h *history) add(fp uint64) {
 	h.mu.Lock()
 	if h.count >= h.per {
@@ -80,13 +87,19 @@ func (h *history) bytes() int {
 	return 2 * 8 * len(h.gens[0])
 }
 
-// classify returns the cause of a miss on page p of o.
+// classify returns the cause of a miss on page p of o. The filters keep no
+// order: a page with two marks gets the first cause in this order, so a
+// page evicted, cached again and then invalidated within the history
+// window counts as a capacity miss (a page of a new version that was
+// evicted is the commoner case, and is one).
 func (h *history) classify(o *object, p int64) MissCause {
 	switch {
 	case h.contains(evictedFP(o, p)):
 		return MissCapacity
 	case o.replaced || h.contains(invalidatedFP(o, p)):
 		return MissInvalidated
+	case h.contains(corruptFP(o, p)):
+		return MissCorrupt
 	}
 	return MissCold
 }

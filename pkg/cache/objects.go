@@ -17,7 +17,8 @@ type object struct {
 	hash      uint64 // of URI, Version and Size: the history's page fingerprints
 	uriHash   uint64 // of URI alone: the invalidation fingerprints
 	npages    int64
-	cacheable bool // false: key too long for a page header, or too many pages
+	cacheable bool         // false: key too long for a page header, or too many pages
+	writing   atomic.Int32 // storePage writes of o's pages in progress (see dropObject)
 	// replaced is set when the URI had another version when this one was
 	// interned: its cold misses are classified as invalidated.
 	replaced bool
@@ -161,7 +162,7 @@ func (t *objectTable) newObject(obj Object) *object {
 		uriHash: xxhash.Sum64String(obj.URI),
 		npages:  numPages(obj.Size, t.pageSize),
 	}
-	o.cacheable = len(obj.URI)+len(obj.Version) <= t.maxKey && o.npages <= 1<<32
+	o.cacheable = len(obj.URI)+len(obj.Version) <= t.maxKey && o.npages <= maxObjectPages
 	return o
 }
 

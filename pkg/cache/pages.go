@@ -22,9 +22,14 @@ func clampRange(size, off, length int64) (end int64, err error) {
 	return min(off+length, size), nil
 }
 
-// numPages is how many pages an object of size bytes has.
+// numPages is how many pages an object of size bytes has (without
+// overflow, up to math.MaxInt64 bytes).
 func numPages(size int64, pageSize int) int64 {
-	return (size + int64(pageSize) - 1) / int64(pageSize)
+	n := size / int64(pageSize)
+	if size%int64(pageSize) != 0 {
+		n++
+	}
+	return n
 }
 
 // pageLen is the length of page p of an object of size bytes: pageSize for

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // How a read serves one page.
@@ -124,6 +125,9 @@ func (c *Cache) read(ctx context.Context, obj Object, off, length int64, s *sink
 	if stale != nil {
 		c.dropObject(stale)
 	}
+	if o.npages > maxObjectPages {
+		return res, c.readThrough(ctx, o, obj, off, end, s, &res)
+	}
 	st := c.states.Get().(*readState)
 	defer c.states.Put(st)
 	first, last := pageSpan(off, end, c.cfg.PageSize)
@@ -135,6 +139,70 @@ func (c *Cache) read(ctx context.Context, obj Object, off, length int64, s *sink
 		p = next
 	}
 	return res, nil
+}
+
+// maxObjectPages is the most pages an object may have for its pages to be
+// cached, and to be read through flights: a page key holds a page index in
+// 32 bits (pageKey).
+const maxObjectPages = 1 << 32
+
+// readThrough serves [off, end) of an object with more than maxObjectPages
+// pages straight from the origin, in requests of at most MaxFetchBytes, one
+// at a time, caching nothing and joining no flight: page p and page p+2^32
+// would share a page key. Every page counts as a cold miss and as
+// uncacheable. Such an object is over 2 TiB at the smallest page size.
+func (c *Cache) readThrough(ctx context.Context, o *object, obj Object, off, end int64, s *sink, res *ReadResult) error {
+	ps := int64(c.cfg.PageSize)
+	buf := c.getBuf(c.maxFetchPages)
+	defer releaseBuf(buf, &c.bufs)
+	for pos := off; pos < end; {
+		if c.closed.Load() {
+			return ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(int64(len(buf.b)), end-pos)
+		b := buf.b[:n]
+		c.originRequests.Add(1)
+		got, err := c.origin.ReadAt(ctx, obj, b, pos)
+		if errors.Is(err, io.EOF) {
+			err = nil // a short count is checked below
+		}
+		if err == nil && int64(got) < n {
+			err = fmt.Errorf("%w: %q version %q bytes [%d, %d): got %d", ErrShortRead, obj.URI, obj.Version, pos, pos+n, got)
+		} else if err != nil {
+			err = fmt.Errorf("cache: origin read of %q version %q bytes [%d, %d): %w", obj.URI, obj.Version, pos, pos+n, err)
+		}
+		if err != nil {
+			c.originErrors.Add(1)
+			if errors.Is(err, ErrVersionChanged) && c.objects.refuse(o) {
+				c.dropObject(o)
+			}
+			return err
+		}
+		c.originBytes.Add(n)
+		for _, stale := range c.objects.confirm(o) {
+			c.dropObject(stale)
+		}
+		// Deliver a page at a time (View's contract), counting each.
+		for q := int64(0); q < n; {
+			r := min(((pos+q)/ps+1)*ps-pos, n)
+			if err := s.put(b[q:r]); err != nil {
+				return err
+			}
+			res.Bytes += r - q
+			res.MissBytes += r - q
+			res.Misses[MissCold].Pages++
+			res.Misses[MissCold].Bytes += r - q
+			c.uncacheable.Add(1)
+			c.throughPages.Add(1)
+			c.throughBytes.Add(r - q)
+			q = r
+		}
+		pos += n
+	}
+	return nil
 }
 
 // readWindow serves a window of pages starting at from: about
@@ -189,6 +257,7 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 	c.fetchAll(ctx, o, obj, refs, runs)
 
 	next = from + int64(len(refs))
+	retry := false
 	i := 0
 	for ; i < len(refs) && err == nil; i++ {
 		r := &refs[i]
@@ -229,6 +298,7 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 				// Our leader gave up; we did not. Fetch it ourselves.
 				releaseBuf(fl.buf, &c.bufs)
 				next = r.page
+				retry = true
 				i++
 				break
 			}
@@ -244,6 +314,14 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 		}
 		if r.kind == refWait {
 			releaseBuf(fl.buf, &c.bufs)
+		}
+	}
+	if retry {
+		// The next window plans the pages from next on again, and counts
+		// them again: take back what this window's plan counted.
+		for j := i - 1; j < len(refs); j++ {
+			lo, hi := within(off, end, ps, refs[j].page)
+			c.uncount(o, &refs[j], int64(hi-lo))
 		}
 	}
 	// Release what was not delivered.
@@ -268,6 +346,22 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 	}
 	clear(refs) // drop flight pointers so the pool does not keep them
 	return next, err
+}
+
+// uncount takes back the hit or miss that plan counted in the shard's
+// stats for r, a page of o whose read wanted bytes of it.
+func (c *Cache) uncount(o *object, r *pageRef, bytes int64) {
+	sh := c.shardFor(mix64(pageKey(o, r.page)))
+	sh.mu.Lock()
+	switch {
+	case r.kind == refHit:
+		sh.st.hitPages--
+		sh.st.hitBytes -= bytes
+	case (r.kind == refOwn || r.kind == refWait) && r.fl != nil:
+		sh.st.misses[r.fl.cause].Pages--
+		sh.st.misses[r.fl.cause].Bytes -= bytes
+	}
+	sh.mu.Unlock()
 }
 
 func isContextErr(err error) bool {
@@ -394,6 +488,7 @@ func (c *Cache) dropCorrupt(o *object, p int64, slot uint32, bytes int64) {
 		return
 	}
 	sh.st.corrupt++
+	c.hist.add(corruptFP(o, p))
 	c.cfg.Logger.Warn("cache: page failed its checksum; dropped, refetching",
 		"uri", o.URI, "version", o.Version, "page", p, "slot", slot)
 	c.dropAndClear(sh, pk, slot)
@@ -488,7 +583,7 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 	sh := c.shardFor(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.pol == nil || sh.closed || !o.cacheable || c.degraded.Load() != nil || o.dead.Load() {
+	if sh.pol == nil || sh.closed || !o.cacheable || c.stopped.Load() || o.dead.Load() {
 		if !o.cacheable {
 			c.uncacheable.Add(1)
 		}
@@ -514,11 +609,16 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 		completeFlight(sh, pk, fl, data, buf, nil)
 		return
 	}
+	// Count the write before looking at o.dead: dropObject sets dead, then
+	// waits for writing to drop to zero, so either we see dead here or it
+	// waits for us to clear what we wrote.
+	o.writing.Add(1)
+	defer o.writing.Add(-1)
 	o.pages.Add(1)
 	if o.dead.Load() {
 		o.pages.Add(-1)
 		sh.pol.Remove(k)
-		sh.free = append(sh.free, slot)
+		c.release(sh, slot)
 		completeFlight(sh, pk, fl, data, buf, nil)
 		return
 	}
@@ -550,7 +650,7 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 		if werr == nil && o.dead.Load() && durable {
 			// Invalidated while we wrote: the header must not survive.
 			m.pins.Add(1)
-			sh.pending = append(sh.pending, slot)
+			c.release(sh, slot) // pending while we clear it
 			sh.mu.Unlock()
 			if c.store.clear(slot) == nil {
 				m.flags.And(^uint32(flagHeader))
@@ -558,7 +658,7 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 			m.pins.Add(-1)
 			sh.mu.Lock()
 		} else {
-			sh.free = append(sh.free, slot)
+			c.release(sh, slot) // a stale header if the write got that far
 		}
 		completeFlight(sh, pk, fl, data, buf, nil)
 		return
@@ -574,9 +674,12 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 }
 
 // dropObject removes every resident page of an object that left the table
-// (a new version, or Invalidate), clears their headers, and remembers them
-// as invalidated for miss classification. It returns how many pages it
-// dropped.
+// (a new version, or Invalidate; o.dead is set), clears their headers, and
+// remembers them as invalidated for miss classification. Before it
+// returns, no header of o is left valid on disk: it also clears the
+// headers of evicted pages (clearEvictedHeaders) and waits for writes of o
+// in progress, which clear what they wrote when they see o.dead. It
+// returns how many pages it dropped.
 func (c *Cache) dropObject(o *object) int {
 	const scanHistory = 1 << 16 // pages checked against the eviction history
 	dropped := 0
@@ -603,6 +706,10 @@ func (c *Cache) dropObject(o *object) int {
 		}
 	}
 	c.invalidatedPages.Add(int64(dropped))
+	c.clearEvictedHeaders()
+	for o.writing.Load() != 0 {
+		time.Sleep(50 * time.Microsecond)
+	}
 	return dropped
 }
 

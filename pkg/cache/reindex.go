@@ -123,7 +123,7 @@ func (c *Cache) loadSlots() error {
 		if si == ns {
 			return fmt.Errorf("cache: internal error: slot %d has no shard", s)
 		}
-		c.shards[si].free = append(c.shards[si].free, uint32(s))
+		c.release(&c.shards[si], uint32(s)) // a header that lost its conflict stays stale
 	}
 	return nil
 }

@@ -11,11 +11,13 @@ const (
 	// MissCapacity: the page was cached (or offered and refused by the
 	// admission policy) and left for lack of space.
 	MissCapacity
-	// MissInvalidated: the page was cached under another version of the same
-	// URI, or dropped by Invalidate.
+	// MissInvalidated: another version of the page's URI was cached (this
+	// page or others: the object replaced an older version), or Invalidate
+	// dropped the page.
 	MissInvalidated
 	// MissCorrupt: the page was cached but failed its checksum; it was
-	// dropped and refetched.
+	// dropped and refetched (a read that finds it gone before the refetch
+	// stored it again counts the same).
 	MissCorrupt
 	// MissOwnerUnavailable is not produced by this package: the cache node
 	// uses it when the page's owner could not be reached.

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -12,6 +13,7 @@ const (
 	flagVerified  = 1 << iota // data checksum checked (or written by us)
 	flagHeader                // the slot may hold a valid header on disk
 	flagPopulated             // the slot's memory was mapped with populate
+	flagFree                  // the slot is in its shard's free or pending list
 )
 
 // slotMeta is the in-RAM state of one slot: 40 bytes.
@@ -42,6 +44,12 @@ type shard struct {
 	pol     policy.Policy     // nil when the cache has no slots (pass-through)
 	free    []uint32          // slots ready for reuse
 	pending []uint32          // dropped slots still pinned by readers
+	// stale lists slots released with a header still valid on disk (an
+	// evicted page, or one whose write was revoked): a restart would bring
+	// their pages back. clearEvictedHeaders zeroes them before an
+	// invalidation returns. An entry whose slot was reused since (no
+	// flagFree) is skipped.
+	stale   []uint32
 	flights map[uint64]*flight
 	victims []uint64 // scratch for policy.Insert
 	closed  bool
@@ -94,25 +102,71 @@ func (c *Cache) alloc(sh *shard) (uint32, bool) {
 	if n := len(sh.free); n > 0 {
 		s := sh.free[n-1]
 		sh.free = sh.free[:n-1]
+		c.slots[s].flags.And(^uint32(flagFree))
 		return s, true
 	}
 	for i, s := range sh.pending {
 		if c.slots[s].pins.Load() == 0 {
 			sh.pending[i] = sh.pending[len(sh.pending)-1]
 			sh.pending = sh.pending[:len(sh.pending)-1]
+			c.slots[s].flags.And(^uint32(flagFree))
 			return s, true
 		}
 	}
 	return 0, false
 }
 
-// release puts a slot that left the index back for reuse. Caller holds
-// sh.mu.
+// release puts a slot that holds no indexed page back for reuse: free, or
+// pending while readers pin it. A slot whose header may still be valid on
+// disk is also listed as stale. Caller holds sh.mu.
 func (c *Cache) release(sh *shard, slot uint32) {
-	if c.slots[slot].pins.Load() == 0 {
+	m := &c.slots[slot]
+	f := m.flags.Or(flagFree)
+	if f&flagHeader != 0 && f&flagFree == 0 {
+		sh.stale = append(sh.stale, slot)
+		if n := len(sh.stale); n > 64 && n > 2*(len(sh.free)+len(sh.pending)+1) {
+			// Most entries were reused since (an evicted slot usually is,
+			// at once): keep the list about the size of the free lists.
+			sh.stale = slices.DeleteFunc(sh.stale, func(s uint32) bool {
+				f := c.slots[s].flags.Load()
+				return f&flagFree == 0 || f&flagHeader == 0
+			})
+		}
+	}
+	if m.pins.Load() == 0 {
 		sh.free = append(sh.free, slot)
 	} else {
 		sh.pending = append(sh.pending, slot)
+	}
+}
+
+// clearEvictedHeaders zeroes the headers of the shards' released slots that still
+// hold one (evicted pages), so that no page of an invalidated or replaced
+// object comes back after a restart: an evicted page's header names its
+// object and would be re-indexed. The writes happen under each shard's
+// lock, so no slot is reused meanwhile; there are few such slots (an
+// evicted slot is usually rewritten at once by the insert that evicted
+// it). A failed write degrades the cache, as any failed slab write.
+func (c *Cache) clearEvictedHeaders() {
+	if c.store == nil || !c.store.durable() {
+		return
+	}
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		for _, slot := range sh.stale {
+			m := &c.slots[slot]
+			if f := m.flags.Load(); f&flagFree == 0 || f&flagHeader == 0 {
+				continue // reused (its writer replaces the header) or cleared
+			}
+			if err := c.store.clear(slot); err != nil {
+				c.writeFailed(err)
+				continue
+			}
+			m.flags.And(^uint32(flagHeader))
+		}
+		sh.stale = sh.stale[:0]
+		sh.mu.Unlock()
 	}
 }
 

@@ -8,8 +8,10 @@ import "time"
 type Stats struct {
 	// Mode is "disk", "ram" or "pass-through" (no slots at all).
 	Mode string
-	// Degraded is set when the cache stopped storing new pages (a full or
-	// failing disk); DegradedReason says why. Reads keep working.
+	// Degraded is set when the cache runs below its configuration: it
+	// stopped storing new pages (a failing or full disk), or the disk was
+	// too full at start for every slab (it caches on the slabs that fit).
+	// DegradedReason says which. Reads keep working.
 	Degraded       bool
 	DegradedReason string
 
@@ -41,8 +43,8 @@ type Stats struct {
 	// a new version or by Invalidate.
 	CorruptPages, InvalidatedPages int64
 	// WriteErrors counts failed slab writes; Uncacheable counts fetched
-	// pages not cached on disk because URI+version exceed 464 bytes (a page
-	// header's room).
+	// pages not cached because URI+version exceed 464 bytes (a page
+	// header's room) or the object has more than 2^32 pages.
 	WriteErrors, Uncacheable int64
 
 	// ReindexedPages were found on disk at start; ReindexDuration is how
@@ -103,6 +105,8 @@ func (c *Cache) Stats() Stats {
 		}
 		c.sizerMu.Unlock()
 	}
+	s.Misses[MissCold].Pages = c.throughPages.Load()
+	s.Misses[MissCold].Bytes = c.throughBytes.Load()
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
