@@ -146,6 +146,7 @@ func (e *Estimator) sample(h uint64) {
 		// scaled by 1/rate to the full key space.
 		d := e.tree.sumFrom(t + 1)
 		e.tree.add(t, -1)
+		delete(e.last, h) // re-added below; a compaction meanwhile must not count it twice
 		e.hist[binOf(float64(d)/e.Rate())]++
 	} else {
 		e.heapPush(h) // a cold miss: infinite distance, no bin
@@ -346,7 +347,12 @@ type Point struct {
 func (e *Estimator) Sizing(current int) []Point {
 	pts := make([]Point, len(SizingFactors))
 	for i, f := range SizingFactors {
-		s := max(1, int(f*float64(current)+0.5))
+		s := 1
+		if x := f*float64(current) + 0.5; x >= math.MaxInt {
+			s = math.MaxInt
+		} else if x >= 1 {
+			s = int(x)
+		}
 		pts[i] = Point{Factor: f, Size: s, HitRatio: e.HitRatio(s)}
 	}
 	return pts

@@ -32,8 +32,11 @@ type Policy interface {
 	// evict before rejecting: the caller frees them all the same). Inserting a
 	// resident key is a no-op that returns (victims, true).
 	Insert(key uint64, victims []uint64) ([]uint64, bool)
-	// Remove drops key if resident (invalidation, a failed checksum). It does
-	// nothing for a key that is not resident.
+	// Remove drops key if resident (invalidation, a failed checksum). For a
+	// key that is not resident it leaves the resident set unchanged, but a
+	// policy may forget what it remembered of the key (the default policy
+	// drops it from its simulated candidates, which can change its later
+	// choices: the key was invalidated).
 	Remove(key uint64)
 	// Len is the number of resident keys; never more than Cap.
 	Len() int

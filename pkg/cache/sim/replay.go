@@ -234,7 +234,11 @@ func Run(t *Trace, opts Options) ([]Result, error) {
 			if j.name == NameBelady {
 				hits = oracle.Hits(j.size.Capacity)
 			} else {
-				c, err := opts.newCache(j.name, j.size.Capacity)
+				// A cache at least as large as the trace's distinct keys
+				// never evicts: every policy hits the same accesses, so
+				// it is built no larger (a huge --capacity on a small
+				// trace would otherwise allocate for nothing).
+				c, err := opts.newCache(j.name, min(j.size.Capacity, max(t.Distinct, 1)))
 				if err != nil {
 					errs[j.i] = err
 					failed.Store(true)

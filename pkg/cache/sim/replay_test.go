@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -150,5 +151,36 @@ func TestRunParallelSameResults(t *testing.T) {
 	}
 	if n := built.Load(); n > 6 { // 1 to validate, capacities 1 to 3, at most 2 more in flight; 9 without the skip
 		t.Errorf("%d caches built after the first replay failed, want the rest skipped", n)
+	}
+}
+
+// A capacity far above the trace's distinct keys is replayed with caches no
+// larger than those keys (they never evict either way): the result reports
+// the capacity asked for, with the same hits, and nothing of that size is
+// allocated.
+func TestRunHugeCapacityOnASmallTrace(t *testing.T) {
+	tr, err := Read(strings.NewReader("1\n2\n1\n3\n2\n1\n"), FormatKeys, "small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const huge = 1 << 24 // about 400 MB of nodes per cache if allocated
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := Run(tr, Options{Capacities: []int{huge, 3}, Policies: PolicyNames()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("replays at capacity %d allocated %d MB", huge, grew>>20)
+	}
+	for _, r := range res {
+		if r.Hits != 3 {
+			t.Errorf("%s at %d: %d hits, want 3 (every reuse)", r.Policy, r.Capacity, r.Hits)
+		}
+	}
+	if res[0].Capacity != huge {
+		t.Errorf("reported capacity %d, want %d", res[0].Capacity, huge)
 	}
 }

@@ -44,9 +44,11 @@ var (
 	ErrTooLong   = errors.New("trace too long")
 )
 
-// maxAccesses bounds a trace so that positions fit in an int32 (Belady) and
-// memory stays predictable (8 bytes per access).
-const maxAccesses = math.MaxInt32 - 1
+// maxAccesses bounds a trace so that memory stays predictable: 8 bytes per
+// access for the keys, 4 for Belady's next-use positions (an int32 each),
+// and the distinct keys' map; 2^28 accesses take about 3 GiB. An ARC line
+// may expand to maxRun accesses, so a few bytes of input can reach it.
+const maxAccesses = 1 << 28
 
 // maxRun bounds num_blocks of one ARC trace line.
 const maxRun = 1 << 24
@@ -96,7 +98,7 @@ func baseName(path string) string {
 // Read reads a trace in the given format from r, plain or gzip (detected by
 // the magic bytes). name is used in error messages. It returns ErrFormat for
 // an unknown format, an error wrapping ErrMalformed that names the line for a
-// bad line, ErrEmpty for a trace without accesses and ErrTooLong past 2^31-2
+// bad line, ErrEmpty for a trace without accesses and ErrTooLong past 2^28
 // accesses.
 func Read(r io.Reader, format Format, name string) (*Trace, error) {
 	var parse func(line []byte, emit func(uint64)) error
