@@ -311,6 +311,13 @@ func TestDiskFullInjected(t *testing.T) {
 	if st := c.Stats(); !st.Degraded || st.DiskBytes > 2<<20 || st.CapacityPages == 0 {
 		t.Fatalf("after ENOSPC on slab 3: %+v", st)
 	}
+	// The slabs that fit cache pages (a fault review found they did not).
+	mustGet(t, c, obj, 0, 10*testPage)
+	got, res := mustGet(t, c, obj, 0, 10*testPage)
+	checkBytes(t, obj, 0, got)
+	if res.HitPages != 10 {
+		t.Fatalf("second read on the 2 slabs that fit: %d hits, want 10", res.HitPages)
+	}
 	c.Close()
 
 	var fail atomic.Bool
@@ -337,7 +344,7 @@ func TestDiskFullInjected(t *testing.T) {
 		t.Fatalf("after ENOSPC on write: degraded %v, %d write errors, %d resident; want true, >0, 10", st.Degraded, st.WriteErrors, st.ResidentPages)
 	}
 	checkInv(t, c)
-	_, res := mustGet(t, c, obj, 0, 10*testPage)
+	_, res = mustGet(t, c, obj, 0, 10*testPage)
 	if res.HitPages != 10 {
 		t.Fatalf("pages cached before the failure: %+v, want 10 hits", res)
 	}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -181,33 +180,6 @@ func TestInvalidateWaitsForAWriteInProgress(t *testing.T) {
 	b, res := mustGet(t, c2, x, 0, testPage)
 	if !bytes.Equal(b, newData) {
 		t.Fatalf("after Invalidate and a crash: %+v, first byte %#x; want %#x from the origin", res, b[0], newData[0])
-	}
-}
-
-// A disk too full at start for every slab: the cache caches on the slabs
-// that fit (and says it runs below its configuration).
-func TestPartialSlabsCache(t *testing.T) {
-	org := cachetest.NewOrigin()
-	obj := org.PutGenerated("s3://b/partial", "v", 10*testPage)
-	var slabs atomic.Int32
-	cfg := cache.WithFaults(cache.Config{Origin: org, Dir: t.TempDir(), CapacityBytes: 4 << 20, SlabSize: 1 << 20, PageSize: testPage, Policy: "lru"},
-		cache.Faults{Fallocate: func(fd int, off, n int64) error {
-			if slabs.Add(1) > 2 {
-				return syscall.ENOSPC
-			}
-			return syscall.Fallocate(fd, 0, off, n)
-		}})
-	c, err := cache.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	mustGet(t, c, obj, 0, obj.Size)
-	got, res := mustGet(t, c, obj, 0, obj.Size)
-	checkBytes(t, obj, 0, got)
-	st := c.Stats()
-	if res.HitPages != 10 || !st.Degraded {
-		t.Fatalf("second read on %d slots of 2 slabs: %d hits, degraded %v; want 10 hits, degraded", st.CapacityPages, res.HitPages, st.Degraded)
 	}
 }
 

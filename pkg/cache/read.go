@@ -164,26 +164,9 @@ func (c *Cache) readThrough(ctx context.Context, o *object, obj Object, off, end
 		}
 		n := min(int64(len(buf.b)), end-pos)
 		b := buf.b[:n]
-		c.originRequests.Add(1)
-		got, err := c.origin.ReadAt(ctx, obj, b, pos)
-		if errors.Is(err, io.EOF) {
-			err = nil // a short count is checked below
-		}
-		if err == nil && int64(got) < n {
-			err = fmt.Errorf("%w: %q version %q bytes [%d, %d): got %d", ErrShortRead, obj.URI, obj.Version, pos, pos+n, got)
-		} else if err != nil {
-			err = fmt.Errorf("cache: origin read of %q version %q bytes [%d, %d): %w", obj.URI, obj.Version, pos, pos+n, err)
-		}
-		if err != nil {
-			c.originErrors.Add(1)
-			if errors.Is(err, ErrVersionChanged) && c.objects.refuse(o) {
-				c.dropObject(o)
-			}
+		if err := c.originRead(ctx, o, obj, b, pos); err != nil {
+			c.refused(o, err)
 			return err
-		}
-		c.originBytes.Add(n)
-		for _, stale := range c.objects.confirm(o) {
-			c.dropObject(stale)
 		}
 		// Deliver a page at a time (View's contract), counting each.
 		for q := int64(0); q < n; {
@@ -534,21 +517,12 @@ func (c *Cache) fetchRun(ctx context.Context, o *object, obj Object, refs []page
 	buf := c.getBuf(run.n)
 	b := buf.b[:n]
 	err := ctx.Err()
-	if err == nil {
-		c.originRequests.Add(1)
-		var got int
-		got, err = c.origin.ReadAt(ctx, obj, b, off)
-		if errors.Is(err, io.EOF) {
-			err = nil // a short count is checked below
-		}
-		if err == nil && got < n {
-			err = fmt.Errorf("%w: %q version %q bytes [%d, %d): got %d", ErrShortRead, obj.URI, obj.Version, off, off+int64(n), got)
-		} else if err != nil {
-			err = fmt.Errorf("cache: origin read of %q version %q bytes [%d, %d): %w", obj.URI, obj.Version, off, off+int64(n), err)
-		}
+	if err != nil {
+		c.originErrors.Add(1) // counted as before: the read failed without a request
+	} else {
+		err = c.originRead(ctx, o, obj, b, off)
 	}
 	if err != nil {
-		c.originErrors.Add(1)
 		for i := run.i; i < run.i+run.n; i++ {
 			r := &refs[i]
 			pk := pageKey(o, r.page)
@@ -558,14 +532,8 @@ func (c *Cache) fetchRun(ctx context.Context, o *object, obj Object, refs []page
 			sh.mu.Unlock()
 		}
 		releaseBuf(buf, &c.bufs)
-		if errors.Is(err, ErrVersionChanged) && c.objects.refuse(o) {
-			c.dropObject(o)
-		}
+		c.refused(o, err)
 		return
-	}
-	c.originBytes.Add(int64(n))
-	for _, stale := range c.objects.confirm(o) {
-		c.dropObject(stale)
 	}
 	for i := run.i; i < run.i+run.n; i++ {
 		r := &refs[i]
@@ -573,6 +541,40 @@ func (c *Cache) fetchRun(ctx context.Context, o *object, obj Object, refs []page
 		c.storePage(o, r.page, b[lo:lo+int64(pageLen(obj.Size, c.cfg.PageSize, r.page))], r.fl, buf)
 	}
 	run.buf = buf
+}
+
+// originRead fills b with o's bytes at off in one origin request, counted.
+// A short count is ErrShortRead; an origin error is wrapped with the range.
+// On success the origin has served o's version: the other versions of its
+// URI are dropped.
+func (c *Cache) originRead(ctx context.Context, o *object, obj Object, b []byte, off int64) error {
+	c.originRequests.Add(1)
+	got, err := c.origin.ReadAt(ctx, obj, b, off)
+	if errors.Is(err, io.EOF) {
+		err = nil // a short count is checked below
+	}
+	end := off + int64(len(b))
+	if err == nil && got < len(b) {
+		err = fmt.Errorf("%w: %q version %q bytes [%d, %d): got %d", ErrShortRead, obj.URI, obj.Version, off, end, got)
+	} else if err != nil {
+		err = fmt.Errorf("cache: origin read of %q version %q bytes [%d, %d): %w", obj.URI, obj.Version, off, end, err)
+	}
+	if err != nil {
+		c.originErrors.Add(1)
+		return err
+	}
+	c.originBytes.Add(int64(len(b)))
+	for _, stale := range c.objects.confirm(o) {
+		c.dropObject(stale)
+	}
+	return nil
+}
+
+// refused drops o if err says the origin refused its version.
+func (c *Cache) refused(o *object, err error) {
+	if errors.Is(err, ErrVersionChanged) && c.objects.refuse(o) {
+		c.dropObject(o)
+	}
 }
 
 // storePage offers a fetched page to the policy, writes it to a slot if
