@@ -239,6 +239,7 @@ func (c *Cluster) startNode(ctx context.Context, i int, join []string) (*node.No
 		PageSize:        c.cfg.PageSize,
 		BlockSize:       c.cfg.BlockSize,
 		Replication:     c.cfg.Replication,
+		CacheSizer:      true, // as cachenode's --cache-sizing default
 		Origin:          c.Origin,
 		DrainTimeout:    5 * time.Second,
 		PeerIdleTimeout: 5 * time.Second,

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/locuscache/locus/pkg/cache/mrc"
 	"github.com/locuscache/locus/pkg/cache/policy"
 )
 
@@ -31,7 +32,8 @@ type Cache struct {
 	ram          *ramTier   // hot copies of disk pages, when Dir and MemoryBytes are set
 	hist         *history
 	window       int        // pages a read plans at once
-	sizerMu      sync.Mutex // serialises cfg.Sizer
+	sizerMu      sync.Mutex // serialises cfg.Sizer and mini
+	mini         *mrc.Mini  // Config.PolicySizing's miniatures; nil without
 	verifyAlways bool
 
 	maxFetchPages int
@@ -120,6 +122,12 @@ func New(cfg Config) (*Cache, error) {
 		return nil, err
 	}
 	c.reindexTime = time.Since(start)
+	if cfg.PolicySizing && nslots > 0 {
+		if c.mini, err = c.newMini(nslots); err != nil {
+			c.closeStores()
+			return nil, err
+		}
+	}
 	if c.reindexed > 0 {
 		cfg.Logger.Info("cache: warm restart", "dir", cfg.Dir, "pages", c.reindexed, "took", c.reindexTime)
 	}
@@ -158,6 +166,27 @@ func (c *Cache) newPolicy(i int) (policy.Policy, error) {
 		return nil, fmt.Errorf("%w: policy for shard %d: %w", ErrInvalidConfig, i, err)
 	}
 	return p, nil
+}
+
+// newMini builds the miniature simulations of the cache's policy for
+// Config.PolicySizing, at nslots pages.
+func (c *Cache) newMini(nslots int) (*mrc.Mini, error) {
+	seed := c.cfg.Seed ^ 0x6d696e69 // not a shard's seed
+	m, err := mrc.NewMini(mrc.MiniConfig{
+		Capacity: nslots,
+		Factors:  sizingFactors,
+		Seed:     seed,
+		New: func(capacity int) (mrc.Sim, error) {
+			if c.cfg.NewPolicy != nil {
+				return c.cfg.NewPolicy(capacity, seed)
+			}
+			return policy.ByName(c.cfg.Policy, capacity, seed)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: policy sizing: %w", ErrInvalidConfig, err)
+	}
+	return m, nil
 }
 
 // quota is how many slots shard i owns: its policy's capacity.

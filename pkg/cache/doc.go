@@ -81,6 +81,16 @@
 // other version of that URI are dropped; when it refuses one, that one's
 // pages are. So a reader with a stale Stat cannot evict the new version.
 //
+// # Sizing
+//
+// Stats estimates the hit ratio the cache would have at 0.25x, 0.5x, 2x
+// and 4x its page capacity two ways, both fed every page a read plans:
+// Config.Sizer (a SHARDS estimator, package mrc) gives the LRU curve in
+// Stats.Sizing, and Config.PolicySizing runs miniature simulations of the
+// cache's own policy (mrc.Mini), anchored at the measured hit ratio, in
+// Stats.PolicySizing. The second is the one to size a cache by: the
+// default policy's hit ratio is often far from LRU's (scans, loops).
+//
 // # Integrity, crash safety and warm restart
 //
 // Each slot has a 512-byte header in a packed header area at the front of

@@ -402,3 +402,52 @@ func TestSizer(t *testing.T) {
 		t.Fatalf("sizing %+v, want 0 at 8 pages and 2/3 at 32", st.Sizing)
 	}
 }
+
+// Stats.PolicySizing simulates the cache's own policy at 0.25x, 0.5x, 2x
+// and 4x the capacity: for LRU on a 24-page loop, no hit below 24 pages
+// and 2 of 3 passes above, as the exact LRU curve says; the default policy
+// keeps part of the loop at half the cache, where LRU keeps nothing.
+func TestPolicySizing(t *testing.T) {
+	for _, tc := range []struct {
+		policy    string
+		small     func(float64) bool // the ratio at 4 and 8 pages
+		smallWant string
+	}{
+		{"lru", func(r float64) bool { return r == 0 }, "0"},
+		{"locus", func(r float64) bool { return r > 0.1 }, "above 0.1"},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			org := cachetest.NewOrigin()
+			obj := org.PutGenerated("s3://b/size", "v", 32*testPage)
+			c := newRAM(t, org, 16, func(cfg *cache.Config) {
+				cfg.PolicySizing, cfg.Policy, cfg.Shards = true, tc.policy, 1
+			})
+			if st := c.Stats(); len(st.PolicySizing) != 4 || st.PolicySizing[0].HitRatio != 0 {
+				t.Fatalf("before any read: %+v, want 4 points at 0", st.PolicySizing)
+			}
+			// Page by page, so that the cache sees the loop's order (a read
+			// of many pages touches them all before it stores any).
+			for i := 0; i < 3; i++ {
+				for p := int64(0); p < 24; p++ {
+					mustGet(t, c, obj, p*testPage, testPage)
+				}
+			}
+			st := c.Stats()
+			ps := st.PolicySizing
+			if len(ps) != 4 || ps[0].CapacityPages != 4 || ps[1].CapacityPages != 8 || ps[2].CapacityPages != 32 || ps[3].CapacityPages != 64 {
+				t.Fatalf("sizing points %+v, want capacities 4, 8, 32, 64", ps)
+			}
+			if !tc.small(ps[1].HitRatio) {
+				t.Errorf("at 8 pages: got %.3f, want %s", ps[1].HitRatio, tc.smallWant)
+			}
+			for _, p := range ps[2:] {
+				if p.HitRatio < 0.6 || p.HitRatio > 0.7 {
+					t.Errorf("at %d pages: got %.3f, want 2/3 (the loop fits)", p.CapacityPages, p.HitRatio)
+				}
+			}
+			if st.Sizing != nil {
+				t.Errorf("Sizing %+v without a Sizer, want nil", st.Sizing)
+			}
+		})
+	}
+}

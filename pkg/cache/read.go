@@ -356,9 +356,14 @@ func isContextErr(err error) bool {
 func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64) pageRef {
 	pk := pageKey(o, p)
 	k := mix64(pk)
-	if c.cfg.Sizer != nil {
+	if c.cfg.Sizer != nil || c.mini != nil {
 		c.sizerMu.Lock()
-		c.cfg.Sizer.Access(k)
+		if c.cfg.Sizer != nil {
+			c.cfg.Sizer.Access(k)
+		}
+		if c.mini != nil {
+			c.mini.Access(k)
+		}
 		c.sizerMu.Unlock()
 	}
 	sh := c.shardFor(k)

@@ -55,7 +55,15 @@ type Stats struct {
 	// Sizing estimates the hit ratio at 0.25x, 0.5x, 2x and 4x the page
 	// capacity (nil unless Config.Sizer is set).
 	Sizing []SizingPoint
+	// PolicySizing estimates the hit ratio of the cache's own policy at
+	// the same sizes, by miniature simulation anchored at the measured hit
+	// ratio in pages (nil unless Config.PolicySizing is set).
+	PolicySizing []SizingPoint
 }
+
+// sizingFactors are the sizes, relative to the page capacity, that
+// Stats.Sizing and Stats.PolicySizing report.
+var sizingFactors = []float64{0.25, 0.5, 2, 4}
 
 // SizingPoint is one point of the estimated hit-ratio curve.
 type SizingPoint struct {
@@ -99,7 +107,7 @@ func (c *Cache) Stats() Stats {
 	}
 	if c.cfg.Sizer != nil {
 		c.sizerMu.Lock()
-		for _, f := range []float64{0.25, 0.5, 2, 4} {
+		for _, f := range sizingFactors {
 			n := int(f * float64(len(c.slots)))
 			s.Sizing = append(s.Sizing, SizingPoint{CapacityPages: int64(n), HitRatio: c.cfg.Sizer.HitRatio(n)})
 		}
@@ -123,6 +131,23 @@ func (c *Cache) Stats() Stats {
 		s.CorruptPages += st.corrupt
 		s.ResidentPages += st.resident
 		s.UsedBytes += st.usedBytes
+	}
+	if c.mini != nil {
+		accesses := s.HitPages
+		for _, m := range s.Misses {
+			accesses += m.Pages
+		}
+		measured := -1.0 // none yet: Calibrated leaves the points as they are
+		if accesses > 0 {
+			measured = float64(s.HitPages) / float64(accesses)
+		}
+		c.sizerMu.Lock()
+		for _, p := range c.mini.Calibrated(measured) {
+			if p.Factor != 1 {
+				s.PolicySizing = append(s.PolicySizing, SizingPoint{CapacityPages: int64(p.Size), HitRatio: p.HitRatio})
+			}
+		}
+		c.sizerMu.Unlock()
 	}
 	return s
 }

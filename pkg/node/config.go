@@ -133,8 +133,10 @@ type Config struct {
 	// CachePolicy names the cache's eviction policy ("" = the cache's
 	// default).
 	CachePolicy string
-	// CacheSizer enables the cache's hit-ratio-at-other-sizes estimate
-	// (SHARDS, package mrc), exported as locus_cache_estimated_hit_ratio.
+	// CacheSizer enables the cache's hit-ratio-at-other-sizes estimates,
+	// exported as locus_cache_estimated_hit_ratio: the cache's own policy
+	// by miniature simulation (model="policy", cache.Config.PolicySizing)
+	// and the LRU curve (model="lru", SHARDS, package mrc).
 	CacheSizer bool
 	// CacheVerifyAlways checks a disk page's checksum on every read instead
 	// of the cache's default, the first read after a restart re-indexed it

@@ -144,7 +144,10 @@
 //	locus_origin_requests_total{op,status}      origin calls (stat, read, list) by outcome
 //	locus_origin_http_attempts_total{method,code} S3 HTTP attempts (ObserveOriginAttempt)
 //	locus_peer_reads_total{result}              peer reads made (forwarded reads, a replica's fills) by outcome
-//	locus_cache_estimated_hit_ratio{size_factor} SHARDS estimate at other sizes (Config.CacheSizer)
+//	locus_cache_estimated_hit_ratio{size_factor,model} hit ratio estimated at other sizes (Config.CacheSizer):
+//	                                     model="policy" simulates the cache's own policy (miniature
+//	                                     simulation anchored at the measured ratio), model="lru" the
+//	                                     LRU curve (SHARDS); read "policy" for sizing decisions
 //
 // and gauges for the node's state (locus_node_ready, locus_node_draining,
 // locus_inflight_reads, locus_node_info) and the stat and footer caches.

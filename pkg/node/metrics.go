@@ -208,7 +208,7 @@ var (
 	descDegraded   = prometheus.NewDesc("locus_cache_degraded", "1 when the cache stopped storing new pages (full or failing disk).", nil, nil)
 	descReindexed  = prometheus.NewDesc("locus_cache_reindexed_pages", "Pages found on disk at start (warm restart).", nil, nil)
 	descOrigBytes  = prometheus.NewDesc("locus_cache_origin_fetched_bytes_total", "Bytes the cache fetched from the origin to fill pages.", nil, nil)
-	descEstimate   = prometheus.NewDesc("locus_cache_estimated_hit_ratio", "Estimated page hit ratio if the cache were size_factor times its capacity (SHARDS).", []string{"size_factor"}, nil)
+	descEstimate   = prometheus.NewDesc("locus_cache_estimated_hit_ratio", "Estimated page hit ratio if the cache were size_factor times its capacity: model=policy simulates the cache's own policy (miniature simulation, anchored at the measured hit ratio), model=lru is the LRU curve (SHARDS).", []string{"size_factor", "model"}, nil)
 	descStat       = prometheus.NewDesc("locus_stat_cache_total", "Stat cache outcomes: hit, miss, revalidation, changed (a new version found).", []string{"outcome"}, nil)
 	descFooter     = prometheus.NewDesc("locus_parquet_footer_cache_total", "Parquet footer cache outcomes: hit, miss, eviction.", []string{"outcome"}, nil)
 	descFooterSize = prometheus.NewDesc("locus_parquet_footer_cache_bytes", "Estimated memory of the cached Parquet footers.", nil, nil)
@@ -258,10 +258,12 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descDegraded, b2f(s.Degraded))
 	gauge(descReindexed, float64(s.ReindexedPages))
 	counter(descOrigBytes, float64(s.OriginBytes))
-	for _, p := range s.Sizing {
-		if s.CapacityPages > 0 {
-			f := float64(p.CapacityPages) / float64(s.CapacityPages)
-			gauge(descEstimate, p.HitRatio, strconv.FormatFloat(f, 'g', 3, 64))
+	for model, pts := range map[string][]cache.SizingPoint{"lru": s.Sizing, "policy": s.PolicySizing} {
+		for _, p := range pts {
+			if s.CapacityPages > 0 {
+				f := float64(p.CapacityPages) / float64(s.CapacityPages)
+				gauge(descEstimate, p.HitRatio, strconv.FormatFloat(f, 'g', 3, 64), model)
+			}
 		}
 	}
 	st := c.src.stats()

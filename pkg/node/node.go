@@ -126,6 +126,7 @@ func New(cfg Config) (_ *Node, err error) {
 		if sz, err := mrc.New(mrc.Config{}); err == nil {
 			ccfg.Sizer = sz
 		}
+		ccfg.PolicySizing = true
 	}
 	t0 := time.Now()
 	if n.cache, err = cache.New(ccfg); err != nil {
