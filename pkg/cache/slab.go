@@ -96,7 +96,11 @@ func decodeHeader(b []byte, pageSize int) (h pageHeader, uri, version []byte, ok
 	h.page = int64(le.Uint64(b[32:]))
 	h.length = le.Uint32(b[40:])
 	h.crc = le.Uint32(b[44:])
+	// An object of more than maxObjectPages pages is read straight through,
+	// never cached, so a header naming one is not ours (and its page index
+	// would not fit the index's 32 bits).
 	if h.size < 0 || h.page < 0 || h.page >= numPages(h.size, pageSize) ||
+		numPages(h.size, pageSize) > maxObjectPages ||
 		int64(h.length) != int64(pageLen(h.size, pageSize, h.page)) {
 		return h, nil, nil, false
 	}

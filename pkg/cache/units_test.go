@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -111,6 +112,10 @@ func TestHeaderRoundTrip(t *testing.T) {
 		{uri: "u", size: 10, page: 1, length: 10},      // page past the end
 		{uri: "u", size: 3*ps + 1, page: 0, length: 5}, // wrong length
 		{uri: "", size: 10, page: 0, length: 10},       // no URI
+		// A page of an object of more than 2^32 pages (read through,
+		// never cached: its index would not fit the page key).
+		{uri: "u", size: (1<<32 + 1) * ps, page: 1 << 32, length: ps},
+		{uri: "u", size: (1<<32 + 1) * ps, page: 5, length: ps},
 	} {
 		encodeHeader(b, &bad)
 		if _, _, _, ok := decodeHeader(b, ps); ok {
@@ -177,4 +182,49 @@ func TestHistory(t *testing.T) {
 	if forgotten < len(in)*9/10 {
 		t.Fatalf("only %d of %d old entries forgotten after two windows", forgotten, len(in))
 	}
+}
+
+// FuzzDecodeHeader: decodeHeader never panics on a slot's bytes, and what
+// it accepts is a page the cache could have written: a URI, a key that
+// fits, a page index inside an object of at most 2^32 pages, a length
+// that matches the page; encoding what it decoded gives a header that
+// decodes the same. The fuzzer's bytes get a valid checksum (else nearly
+// every input stops at it) unless the first byte is odd.
+func FuzzDecodeHeader(f *testing.F) {
+	const ps = 4096
+	b := make([]byte, headerSize)
+	encodeHeader(b, &pageHeader{uri: "s3://b/k", version: "v", seq: 1, size: 3*ps + 10, page: 3, length: 10})
+	f.Add(append([]byte{0}, b...))
+	f.Add(append([]byte{1}, b...))
+	f.Add([]byte{0})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) == 0 {
+			return
+		}
+		b := make([]byte, headerSize)
+		copy(b, in[1:])
+		if in[0]&1 == 0 {
+			le := binary.LittleEndian
+			le.PutUint32(b[0:], pageMagic)
+			le.PutUint16(b[8:], headerFormat)
+			le.PutUint32(b[4:], checksum(b[8:headerSize]))
+		}
+		h, uri, ver, ok := decodeHeader(b, ps)
+		if !ok {
+			return
+		}
+		if len(uri) == 0 || len(uri)+len(ver) > maxKeyBytes || h.size < 0 || h.page < 0 ||
+			h.page >= numPages(h.size, ps) || numPages(h.size, ps) > maxObjectPages ||
+			h.length == 0 && h.size > 0 || h.length > ps || int(h.length) != pageLen(h.size, ps, h.page) {
+			t.Fatalf("accepted an impossible header: %+v uri %q version %q", h, uri, ver)
+		}
+		h.uri, h.version = string(uri), string(ver)
+		c := make([]byte, headerSize)
+		encodeHeader(c, &h)
+		g, u2, v2, ok2 := decodeHeader(c, ps)
+		g.uri, g.version = string(u2), string(v2)
+		if !ok2 || g != h {
+			t.Fatalf("re-encoded header decodes to %+v (ok %v), want %+v", g, ok2, h)
+		}
+	})
 }

@@ -110,3 +110,33 @@ func TestReadSharedTrace(t *testing.T) {
 		t.Errorf("lirs-loop: name %q, %d accesses, %d distinct", tr.Name, len(tr.Keys), tr.Distinct)
 	}
 }
+
+// FuzzRead: Read never panics, and a trace it accepts has at least one
+// access and between one and that many distinct keys; whatever it refuses
+// it refuses with one of its documented errors (or as unreadable, a bad
+// gzip stream).
+func FuzzRead(f *testing.F) {
+	f.Add(byte(0), []byte("1\n2\n1\n"))
+	f.Add(byte(1), []byte("5*\n\n6\n*\n"))
+	f.Add(byte(2), []byte("0 4 0 0\n2 3 0 1\n"))
+	f.Add(byte(2), []byte("18446744073709551615 1 0 0\n"))
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	w.Write([]byte("1\n2\n3\n"))
+	w.Close()
+	f.Add(byte(0), z.Bytes()[:z.Len()-6]) // a truncated gzip stream
+	f.Fuzz(func(t *testing.T, format byte, in []byte) {
+		fm := []Format{FormatKeys, FormatLIRS, FormatARC}[int(format)%3]
+		tr, err := Read(bytes.NewReader(in), fm, "fuzz")
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrEmpty) && !errors.Is(err, ErrTooLong) &&
+				!strings.HasPrefix(err.Error(), "cannot read") { // a bad gzip stream
+				t.Fatalf("undocumented error: %v", err)
+			}
+			return
+		}
+		if len(tr.Keys) == 0 || tr.Distinct < 1 || tr.Distinct > len(tr.Keys) {
+			t.Fatalf("%d accesses, %d distinct keys", len(tr.Keys), tr.Distinct)
+		}
+	})
+}
