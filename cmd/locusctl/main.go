@@ -33,6 +33,7 @@ var commands = map[string]command{
 	"jobs":      {"locality counters and hit ratios of a job, or of every job", runJobs},
 	"stat":      {"a cache node's view of an object: size, version, mtime, Parquet row groups", runStat},
 	"warm":      {"load the Parquet objects under a prefix into their owners' caches", runWarm},
+	"sizing":    {"how large should the cache be: each node's hit ratio at 0.25x to 4x its capacity", runSizing},
 }
 
 // errUsage marks an error caused by bad arguments: locusctl exits with 2.
