@@ -282,5 +282,6 @@ Try:
   curl -s -r %[4]d-%[6]d http://%[7]s/%[8]s/%[9]s | wc -c     # a row group through node1's S3 gateway
   curl -s http://%[7]s/metrics | grep '^locus_cache_bytes_read_total'
   go run ./cmd/locusctl plan %[10]s --scheduler %[1]s
+  go run ./cmd/locusctl sizing --scheduler %[1]s     # each node's hit ratio at 0.25x-4x its cache
 `, sched, o.passes, s.URI, s.Offset, s.Length, s.Offset+s.Length-1, c.Nodes[0].HTTPAddr(), localcluster.GatewayBucket, rel, plan.Prefix)
 }
