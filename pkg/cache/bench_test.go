@@ -11,6 +11,7 @@ import (
 
 	"github.com/locuscache/locus/pkg/cache"
 	"github.com/locuscache/locus/pkg/cache/cachetest"
+	"github.com/locuscache/locus/pkg/cache/mrc"
 )
 
 // sum64 adds p as little-endian uint64 words (p's length is a multiple of
@@ -184,24 +185,40 @@ func TestZeroCopySumRatio(t *testing.T) {
 }
 
 // BenchmarkParallelHits reads cached ranges at random from all cores
-// (b.RunParallel), against the same copies from a plain []byte.
+// (b.RunParallel), against the same copies from a plain []byte; "sized"
+// is the same cache with both sizing estimates on (Config.Sizer and
+// PolicySizing, as cachenode's --cache-sizing), which every page read
+// feeds.
 func BenchmarkParallelHits(b *testing.B) {
 	const size = 256 << 20
 	org := cachetest.NewOrigin()
 	obj := org.PutGenerated("s3://bench/par", "v", size)
-	c, err := cache.New(cache.Config{Origin: org, Dir: b.TempDir(), CapacityBytes: 2*size + 1<<20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	for i := 0; i < 2; i++ {
-		if _, err := c.Prefetch(context.Background(), obj, 0, size); err != nil {
+	open := func(sized bool) *cache.Cache {
+		cfg := cache.Config{Origin: org, Dir: b.TempDir(), CapacityBytes: 2*size + 1<<20}
+		if sized {
+			sz, err := mrc.New(mrc.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg.Sizer, cfg.PolicySizing = sz, true
+		}
+		c, err := cache.New(cfg)
+		if err != nil {
 			b.Fatal(err)
 		}
+		for i := 0; i < 2; i++ {
+			if _, err := c.Prefetch(context.Background(), obj, 0, size); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := c.View(context.Background(), obj, 0, size, func([]byte) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+		return c
 	}
-	if _, err := c.View(context.Background(), obj, 0, size, func([]byte) error { return nil }); err != nil {
-		b.Fatal(err)
-	}
+	c, sized := open(false), open(true)
+	defer c.Close()
+	defer sized.Close()
 	plain := cachetest.Generated(obj.URI, obj.Version, 0, size)
 	for _, n := range []int64{4 << 10, 64 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("baseline=slice/read=%dKiB", n>>10), func(b *testing.B) {
@@ -216,20 +233,25 @@ func BenchmarkParallelHits(b *testing.B) {
 				}
 			})
 		})
-		b.Run(fmt.Sprintf("get/read=%dKiB", n>>10), func(b *testing.B) {
-			b.SetBytes(n)
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
-				dst := make([]byte, n)
-				for pb.Next() {
-					off := rng.Int64N(size - n)
-					res, err := c.Get(context.Background(), obj, off, n, dst)
-					if err != nil || res.MissBytes != 0 {
-						b.Fatalf("Get: %+v, %v", res, err)
+		for _, cc := range []struct {
+			name string
+			c    *cache.Cache
+		}{{"get", c}, {"get-sized", sized}} {
+			b.Run(fmt.Sprintf("%s/read=%dKiB", cc.name, n>>10), func(b *testing.B) {
+				b.SetBytes(n)
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
+					dst := make([]byte, n)
+					for pb.Next() {
+						off := rng.Int64N(size - n)
+						res, err := cc.c.Get(context.Background(), obj, off, n, dst)
+						if err != nil || res.MissBytes != 0 {
+							b.Fatalf("Get: %+v, %v", res, err)
+						}
 					}
-				}
+				})
 			})
-		})
+		}
 	}
 }

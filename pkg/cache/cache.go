@@ -32,7 +32,8 @@ type Cache struct {
 	ram          *ramTier   // hot copies of disk pages, when Dir and MemoryBytes are set
 	hist         *history
 	window       int        // pages a read plans at once
-	sizerMu      sync.Mutex // serialises cfg.Sizer and mini
+	sizerMu      sync.Mutex // serialises cfg.Sizer
+	miniMu       sync.Mutex // serialises mini (taken only for its sampled keys)
 	mini         *mrc.Mini  // Config.PolicySizing's miniatures; nil without
 	verifyAlways bool
 

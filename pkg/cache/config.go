@@ -108,7 +108,9 @@ type Config struct {
 	// (see policy.Names). Each shard runs its own instance.
 	Policy string
 	// NewPolicy, if set, builds each shard's policy instead of Policy (for
-	// tests and experiments). capacity is the shard's page count.
+	// tests and experiments). capacity is the shard's page count. With
+	// PolicySizing it also builds the miniatures (five more policies, of
+	// up to mrc.DefaultMiniBudget pages).
 	NewPolicy func(capacity int, seed uint64) (policy.Policy, error)
 	// Seed seeds the policies (shard i uses Seed+i). Same seed, same
 	// decisions.
@@ -141,10 +143,10 @@ type Config struct {
 	// anchored at the hit ratio the cache measures. Unlike Sizer's LRU
 	// curve it models the policy the cache runs: on the shared traces
 	// the LRU curve is 0.12 from the default policy's true hit ratio on
-	// average, the anchored miniatures under 0.01 (BENCHMARKS.md). Cost:
-	// up to about 7 us per page read for a cache of about 1,024 pages
-	// (every key sampled, the largest miniature at 4,096 keys), about 9 ns
-	// at a million pages; about 2 MiB.
+	// average, the anchored miniatures 0.013 (BENCHMARKS.md). Cost:
+	// on average about 350 ns per page read at 1,024 pages, 220 ns at
+	// 16,384, 9 ns at a million (a sampled read replays through five
+	// policies, under a lock of their own); at most about 2 MiB.
 	PolicySizing bool
 	// Logger receives start-up, degradation and corruption messages.
 	// Default slog.Default().

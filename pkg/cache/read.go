@@ -356,15 +356,15 @@ func isContextErr(err error) bool {
 func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64) pageRef {
 	pk := pageKey(o, p)
 	k := mix64(pk)
-	if c.cfg.Sizer != nil || c.mini != nil {
+	if c.cfg.Sizer != nil {
 		c.sizerMu.Lock()
-		if c.cfg.Sizer != nil {
-			c.cfg.Sizer.Access(k)
-		}
-		if c.mini != nil {
-			c.mini.Access(k)
-		}
+		c.cfg.Sizer.Access(k)
 		c.sizerMu.Unlock()
+	}
+	if c.mini != nil && c.mini.Sampled(k) {
+		c.miniMu.Lock()
+		c.mini.Access(k)
+		c.miniMu.Unlock()
 	}
 	sh := c.shardFor(k)
 	sh.mu.Lock()

@@ -57,7 +57,8 @@ type Stats struct {
 	Sizing []SizingPoint
 	// PolicySizing estimates the hit ratio of the cache's own policy at
 	// the same sizes, by miniature simulation anchored at the measured hit
-	// ratio in pages (nil unless Config.PolicySizing is set).
+	// ratio in pages (nil unless Config.PolicySizing is set, and until the
+	// miniatures have replayed a page read).
 	PolicySizing []SizingPoint
 }
 
@@ -65,8 +66,11 @@ type Stats struct {
 // Stats.Sizing and Stats.PolicySizing report.
 var sizingFactors = []float64{0.25, 0.5, 2, 4}
 
-// SizingPoint is one point of the estimated hit-ratio curve.
+// SizingPoint is one point of the estimated hit-ratio curve: the hit
+// ratio at Factor times the page capacity, CapacityPages (rounded, at
+// least 1: on a cache of a few pages two factors can share a size).
 type SizingPoint struct {
+	Factor        float64
 	CapacityPages int64
 	HitRatio      float64
 }
@@ -108,8 +112,8 @@ func (c *Cache) Stats() Stats {
 	if c.cfg.Sizer != nil {
 		c.sizerMu.Lock()
 		for _, f := range sizingFactors {
-			n := int(f * float64(len(c.slots)))
-			s.Sizing = append(s.Sizing, SizingPoint{CapacityPages: int64(n), HitRatio: c.cfg.Sizer.HitRatio(n)})
+			n := max(1, int(f*float64(len(c.slots))+0.5)) // as mrc.Mini rounds
+			s.Sizing = append(s.Sizing, SizingPoint{Factor: f, CapacityPages: int64(n), HitRatio: c.cfg.Sizer.HitRatio(n)})
 		}
 		c.sizerMu.Unlock()
 	}
@@ -132,7 +136,10 @@ func (c *Cache) Stats() Stats {
 		s.ResidentPages += st.resident
 		s.UsedBytes += st.usedBytes
 	}
-	if c.mini != nil {
+	c.miniMu.Lock()
+	replayed := c.mini != nil && c.mini.Replayed() > 0
+	c.miniMu.Unlock()
+	if replayed { // before its first sampled access a miniature knows nothing
 		accesses := s.HitPages
 		for _, m := range s.Misses {
 			accesses += m.Pages
@@ -141,13 +148,13 @@ func (c *Cache) Stats() Stats {
 		if accesses > 0 {
 			measured = float64(s.HitPages) / float64(accesses)
 		}
-		c.sizerMu.Lock()
+		c.miniMu.Lock()
 		for _, p := range c.mini.Calibrated(measured) {
 			if p.Factor != 1 {
-				s.PolicySizing = append(s.PolicySizing, SizingPoint{CapacityPages: int64(p.Size), HitRatio: p.HitRatio})
+				s.PolicySizing = append(s.PolicySizing, SizingPoint{Factor: p.Factor, CapacityPages: int64(p.Size), HitRatio: p.HitRatio})
 			}
 		}
-		c.sizerMu.Unlock()
+		c.miniMu.Unlock()
 	}
 	return s
 }

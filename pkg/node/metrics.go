@@ -260,10 +260,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descOrigBytes, float64(s.OriginBytes))
 	for model, pts := range map[string][]cache.SizingPoint{"lru": s.Sizing, "policy": s.PolicySizing} {
 		for _, p := range pts {
-			if s.CapacityPages > 0 {
-				f := float64(p.CapacityPages) / float64(s.CapacityPages)
-				gauge(descEstimate, p.HitRatio, strconv.FormatFloat(f, 'g', 3, 64), model)
-			}
+			gauge(descEstimate, p.HitRatio, strconv.FormatFloat(p.Factor, 'g', -1, 64), model)
 		}
 	}
 	st := c.src.stats()

@@ -53,36 +53,44 @@
 // Mini (Waldspurger, Saemundsson, Ahmad and Park, "Cache Modeling and
 // Optimization using Miniature Simulations", USENIX ATC 2017) replays the
 // keys whose spatial hash falls under a rate R through one instance of the
-// policy per size, each R times that size; R puts the largest at
-// MiniConfig.SampleBudget keys (default 4096). It models what SHARDS
-// cannot: scan resistance, admission, adaptation. Its error has one large
-// part that does not depend on the size: the default policy behaves
-// differently at a miniature's few thousand keys than at a large cache's
-// hundreds of thousands (it samples its own candidates above 2,048 keys
-// and confirms switches above 20,480), so every miniature is high or low by
-// about the same. Mini always simulates the cache's own size too, and
-// Calibrated shifts the curve by the difference between the hit ratio the
-// cache measures and that miniature's: the curve says how much a change of
-// size buys, the cache what its size gets. Measured (TestMiniAccuracyOnTraces;
-// BENCHMARKS.md for the large synthetic traces): on the shared traces with
-// a 512-key budget (rates 6 to 100%) mean absolute error 0.0156 raw and
-// 0.0060 anchored (worst trace 0.014), 0.0004 with the default budget; on
-// package sim's six large synthetic traces (database-like, Zipf 0.8, an
-// LRU stack stream, one-hit wonders, shifting sets, four workloads end to
-// end; 1.5 to 6 million accesses) at 2% and 10% of their keys (rates 0.7
-// to 23%; TestMiniAccuracyLarge) 0.018 raw, 0.007 anchored (worst 0.022),
-// against 0.041 for the LRU curve (0.021 anchored the same way). Anchoring assumes the gap between the
-// miniature at the cache's size and the cache holds at the other sizes:
-// a gap that comes from how the cache orders accesses (a read of many
-// pages touches them all before it stores any) rather than from the
-// policy's size regime can break that on tiny caches.
+// policy per size, each R times that size. R puts the largest miniature at
+// MiniConfig.SampleBudget keys (default 4096), but is at most MaxRate
+// (default 1/32) unless that would leave the largest under 256 keys: a
+// small cache would otherwise replay every read through five policies. It
+// models what SHARDS cannot: scan resistance, admission, adaptation.
+//
+// Its error has one large part that does not depend on the size: the
+// default policy behaves differently at a miniature's few hundred or
+// thousand keys than at a large cache's hundreds of thousands (it samples
+// its own candidates above 2,048 keys and confirms switches above 20,480),
+// so every miniature is high or low by about the same. Mini always
+// simulates the cache's own size too, and Calibrated shifts the curve by
+// the difference between the hit ratio the cache measures and that
+// miniature's: the curve says how much a change of size buys, the cache
+// what its size gets. Anchoring assumes that difference holds at the other
+// sizes; one that comes from how the cache orders accesses (a read of many
+// pages touches them all before it stores any) need not, on tiny caches.
+//
+// Measured against the default policy replayed at 0.25x to 4x of a base
+// size (mean absolute error in hit ratio):
+//
+//   - the shared traces, base 10% of their keys (TestMiniAccuracyOnTraces):
+//     0.030 raw, 0.013 anchored (worst trace 0.033) at the defaults (rates
+//     6 to 100%); 0.0004 with MaxRate 1 (rates 50 to 100%); the LRU curve
+//     0.120;
+//   - package sim's six large synthetic traces (database-like, Zipf 0.8,
+//     an LRU stack stream, one-hit wonders, shifting sets, four workloads
+//     end to end; 1.5 to 6 million accesses), bases 2% and 10% of their
+//     keys, rates 0.7 to 3.1% (TestMiniAccuracyLarge -args -large): 0.031
+//     raw, 0.010 anchored (worst 0.027); the LRU curve 0.041 (0.021
+//     anchored the same way).
 //
 // Cost: an unsampled access is a hash and a compare, like SHARDS; a sampled
-// one is an access to each of five policies (about 7 us for the default
-// policy at rate 1, which caches of at most 1,024 pages have with the
-// default budget; about 9 ns per access at a million pages, rate 0.1%).
-// Memory: the policy's per-key memory for about 2x SampleBudget keys (2.0
-// MiB for the default policy at the default budget, measured).
+// one is an access to each of five policies, several microseconds. Per
+// access on average (BenchmarkMiniAccess): about 9 ns at a million pages
+// (rate 0.1%), 220 ns at 16,384 pages (rate 1/32), 350 ns at 1,024 pages
+// (rate 1/16). Memory: the policy's per-key memory for about 2x the
+// largest miniature's keys (2.0 MiB for the default policy at 4,096).
 //
 // # Threading
 //

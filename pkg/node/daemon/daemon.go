@@ -103,7 +103,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.replication, "replication", node.DefaultReplication, "cluster replication: the nodes of a block's preference list, which cache it and where its tasks count as DATA_LOCAL; must be the same on every node (a node that differs is refused) and the scheduler takes it from the nodes")
 	fs.StringVar(&o.cachePolicy, "cache-policy", "", "cache eviction policy: locus or lru (default locus)")
 	fs.StringVar(&o.cacheVerify, "cache-verify", "first-read", "when disk pages' checksums are checked: first-read (the first read after a restart re-indexed the page; pages this process wrote are trusted) or always (every read; about half the speed of disk hits, for disks not trusted to return what was written)")
-	fs.BoolVar(&o.sizer, "cache-sizing", true, "estimate the hit ratio at 0.25x-4x the cache's size, simulating its own policy on a sample of page reads (locus_cache_estimated_hit_ratio; locusctl sizing); costs up to ~7us per page read on caches of ~1,000 pages, ~10ns at a million")
+	fs.BoolVar(&o.sizer, "cache-sizing", true, "estimate the hit ratio at 0.25x-4x the cache's size, simulating its own policy on a sample of page reads (locus_cache_estimated_hit_ratio; locusctl sizing); costs ~0.35us per page read on average on caches of ~1,000 pages, ~10ns at a million")
 	fs.StringVar(&o.s3Endpoint, "origin-s3-endpoint", "", "S3 endpoint URL for S3-compatible stores, e.g. http://127.0.0.1:7070 (default: AWS)")
 	fs.StringVar(&o.s3Region, "origin-s3-region", "", "S3 region (default: from the AWS configuration, else us-east-1)")
 	fs.BoolVar(&o.s3PathStyle, "origin-s3-path-style", false, "address S3 buckets by path (http://host/bucket/key), as most S3-compatible stores need")
