@@ -117,18 +117,18 @@ func New(cfg Config) (*Cache, error) {
 		hp = max(4*nslots, 4096)
 	}
 	c.hist = newHistory(hp)
-	start := time.Now()
-	if err := c.loadSlots(); err != nil {
-		c.closeStores()
-		return nil, err
-	}
-	c.reindexTime = time.Since(start)
 	if cfg.PolicySizing && nslots > 0 {
 		if c.mini, err = c.newMini(nslots); err != nil {
 			c.closeStores()
 			return nil, err
 		}
 	}
+	start := time.Now()
+	if err := c.loadSlots(); err != nil {
+		c.closeStores()
+		return nil, err
+	}
+	c.reindexTime = time.Since(start)
 	if c.reindexed > 0 {
 		cfg.Logger.Info("cache: warm restart", "dir", cfg.Dir, "pages", c.reindexed, "took", c.reindexTime)
 	}

@@ -89,7 +89,9 @@
 // Stats.Sizing, and Config.PolicySizing runs miniature simulations of the
 // cache's own policy (mrc.Mini), anchored at the measured hit ratio, in
 // Stats.PolicySizing. The second is the one to size a cache by: the
-// default policy's hit ratio is often far from LRU's (scans, loops).
+// default policy's hit ratio is often far from LRU's (scans, loops). After
+// a warm restart the miniatures are first filled with the re-indexed pages
+// (mrc.Mini.Warm), as the policies are.
 //
 // # Integrity, crash safety and warm restart
 //

@@ -483,3 +483,31 @@ func TestPolicySizingAnchored(t *testing.T) {
 		t.Errorf("sizing %+v: want %.3f at 4 and 8 pages (0 raw, shifted by the measured ratio) and 1 at 32 and 64 (clamped)", ps, measured)
 	}
 }
+
+// After a warm restart the miniatures start from the pages the cache
+// re-indexed, not cold: a first pass over the 16 cached pages hits every
+// page in the cache, and in the 2x miniature, but none in the 4-page LRU
+// one. Cold miniatures would miss everywhere, and anchoring would lift
+// every size to the measured 1.0.
+func TestPolicySizingWarmRestart(t *testing.T) {
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/warm", "v", 16*testPage)
+	dir := t.TempDir()
+	c := newDisk(t, org, dir, 16, func(cfg *cache.Config) { cfg.Shards = 1 })
+	for p := int64(0); p < 16; p++ {
+		mustGet(t, c, obj, p*testPage, testPage)
+	}
+	c.Close()
+	c = newDisk(t, org, dir, 16, func(cfg *cache.Config) { cfg.Shards, cfg.PolicySizing = 1, true })
+	if st := c.Stats(); st.ReindexedPages != 16 || st.PolicySizing != nil {
+		t.Fatalf("after restart: %d pages re-indexed, sizing %+v; want 16 and none yet", st.ReindexedPages, st.PolicySizing)
+	}
+	for p := int64(0); p < 16; p++ {
+		mustGet(t, c, obj, p*testPage, testPage)
+	}
+	st := c.Stats()
+	ps := st.PolicySizing
+	if st.HitPages != 16 || len(ps) != 4 || ps[0].HitRatio != 0 || ps[2].HitRatio != 1 {
+		t.Errorf("%d hits, sizing %+v: want 16 hits, 0 at 0.25x and 1 at 2x", st.HitPages, ps)
+	}
+}

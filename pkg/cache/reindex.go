@@ -51,6 +51,11 @@ func (c *Cache) loadSlots() error {
 			return err
 		}
 	}
+	if c.mini != nil { // its miniatures start from what the cache holds, as its policies do
+		for _, r := range recs {
+			c.mini.Warm(mix64(pageKey(objs[r.obj], int64(r.page))))
+		}
+	}
 	ns, n := len(c.shards), len(c.slots)
 	need := make([]int, ns)
 	for _, r := range recs {

@@ -69,7 +69,9 @@
 // miniature's: the curve says how much a change of size buys, the cache
 // what its size gets. Anchoring assumes that difference holds at the other
 // sizes; one that comes from how the cache orders accesses (a read of many
-// pages touches them all before it stores any) need not, on tiny caches.
+// pages touches them all before it stores any) need not, on tiny caches,
+// nor would a cache that restarts warm while its miniatures start cold:
+// Warm fills them with the pages the cache re-indexed.
 //
 // Measured against the default policy replayed at 0.25x to 4x of a base
 // size (mean absolute error in hit ratio):

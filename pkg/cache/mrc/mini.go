@@ -193,6 +193,24 @@ func (m *Mini) Access(key uint64) {
 	}
 }
 
+// Warm replays key through the miniatures, if sampled, without counting
+// it: for a cache that restarts with pages cached (a warm restart), so
+// that its miniatures start from about what it holds instead of cold (a
+// cold start would read as a gap at every size, and the anchoring would
+// push the whole curve up by it). Call it for the cached pages, oldest
+// first, before any Access.
+func (m *Mini) Warm(key uint64) {
+	if !m.Sampled(key) {
+		return
+	}
+	for i := range m.sims {
+		s := &m.sims[i]
+		if !s.p.Touch(key) {
+			m.victims, _ = s.p.Insert(key, m.victims[:0])
+		}
+	}
+}
+
 // Rate is the sampling rate (the share of the key space replayed).
 func (m *Mini) Rate() float64 { return m.rate }
 

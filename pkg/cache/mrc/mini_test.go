@@ -359,3 +359,29 @@ func ExampleMini() {
 	// x2 (2000 pages): hit ratio 0.90
 	// x4 (4000 pages): hit ratio 0.90
 }
+
+// Warm fills the miniatures without counting: nothing is replayed, and a
+// later access to a warmed key hits at every size that holds it.
+func TestMiniWarm(t *testing.T) {
+	m, err := NewMini(MiniConfig{Capacity: 100, New: func(n int) (Sim, error) { return policy.NewLRU(n) }, MaxRate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := uint64(0); k < 100; k++ {
+		m.Warm(k)
+	}
+	if m.Replayed() != 0 || m.Accesses() != 0 {
+		t.Fatalf("after Warm: %d replayed, %d accesses; want none counted", m.Replayed(), m.Accesses())
+	}
+	m.Access(99) // the newest warmed key: every LRU of 25 keys or more holds it
+	m.Access(0)  // the oldest: only the 100-key and larger ones do
+	for _, p := range m.Sizing() {
+		want := 0.5
+		if p.Size >= 100 {
+			want = 1
+		}
+		if p.HitRatio != want {
+			t.Errorf("x%v (%d keys): hit ratio %v, want %v", p.Factor, p.Size, p.HitRatio, want)
+		}
+	}
+}
