@@ -75,13 +75,25 @@ type nodeSizing struct {
 	Error  string             `json:"error,omitempty"`
 }
 
-// clusterSizing is the cluster line: estimates weighted by accesses.
+// clusterSizing is the cluster line: every node's capacity and counts,
+// and for each model the estimates of the nodes that have all four,
+// weighted by their page accesses, with those nodes' own capacity and
+// measured ratio (the estimates are comparable with those, not with the
+// whole cluster's when some nodes do not estimate).
 type clusterSizing struct {
+	CapacityBytes int64    `json:"capacity_bytes"`
+	Accesses      float64  `json:"accesses"`
+	HitRatio      *float64 `json:"hit_ratio"`
+	Policy        modelSum `json:"policy"`
+	LRU           modelSum `json:"lru"`
+}
+
+// modelSum is one model's estimates over the nodes that have them.
+type modelSum struct {
+	Nodes         int                `json:"nodes"` // nodes with accesses and all four estimates
 	CapacityBytes int64              `json:"capacity_bytes"`
-	Accesses      float64            `json:"accesses"`
-	HitRatio      *float64           `json:"hit_ratio"`
-	Policy        map[string]float64 `json:"policy"`
-	LRU           map[string]float64 `json:"lru"`
+	HitRatio      *float64           `json:"hit_ratio"` // measured, over those nodes
+	Estimates     map[string]float64 `json:"estimates"` // by size factor
 }
 
 type sizingReport struct {
@@ -236,41 +248,57 @@ func parseSizing(fams map[string]*dto.MetricFamily, ns *nodeSizing) {
 	}
 }
 
-// sumSizing weighs each node's estimates by its page accesses.
+// sumSizing sums the nodes into the cluster line.
 func sumSizing(nodes []nodeSizing) clusterSizing {
-	c := clusterSizing{Policy: map[string]float64{}, LRU: map[string]float64{}}
+	var c clusterSizing
 	var hits float64
-	weights := map[string]float64{}
 	for _, n := range nodes {
 		c.CapacityBytes += n.CapacityBytes
-		a := n.Hits + n.Misses
-		c.Accesses += a
+		c.Accesses += n.Hits + n.Misses
 		hits += n.Hits
-		for _, est := range []struct {
-			model string
-			m     map[string]float64
-			dst   map[string]float64
-		}{{"policy", n.Policy, c.Policy}, {"lru", n.LRU, c.LRU}} {
-			for f, r := range est.m {
-				est.dst[f] += a * r
-				weights[est.model+f] += a
-			}
-		}
 	}
 	if c.Accesses > 0 {
 		r := hits / c.Accesses
 		c.HitRatio = &r
 	}
-	for model, m := range map[string]map[string]float64{"policy": c.Policy, "lru": c.LRU} {
-		for f := range m {
-			if w := weights[model+f]; w > 0 {
-				m[f] /= w
-			} else {
-				delete(m, f)
-			}
+	c.Policy = sumModel(nodes, func(n nodeSizing) map[string]float64 { return n.Policy })
+	c.LRU = sumModel(nodes, func(n nodeSizing) map[string]float64 { return n.LRU })
+	return c
+}
+
+// sumModel weighs the estimates of the nodes that have all four by their
+// page accesses.
+func sumModel(nodes []nodeSizing, est func(nodeSizing) map[string]float64) modelSum {
+	m := modelSum{Estimates: map[string]float64{}}
+	var hits, accesses float64
+	for _, n := range nodes {
+		a, e := n.Hits+n.Misses, est(n)
+		complete := a > 0
+		for _, f := range sizingFactors {
+			_, ok := e[f]
+			complete = complete && ok
+		}
+		if !complete {
+			continue
+		}
+		m.Nodes++
+		m.CapacityBytes += n.CapacityBytes
+		hits += n.Hits
+		accesses += a
+		for _, f := range sizingFactors {
+			m.Estimates[f] += a * e[f]
 		}
 	}
-	return c
+	if accesses == 0 {
+		m.Estimates = map[string]float64{}
+		return m
+	}
+	r := hits / accesses
+	m.HitRatio = &r
+	for f := range m.Estimates {
+		m.Estimates[f] /= accesses
+	}
+	return m
 }
 
 // printSizing prints the report as a table and a one-line reading.
@@ -310,20 +338,29 @@ func printSizing(w io.Writer, rep sizingReport) {
 		}
 		line(n.Node, n.CapacityBytes, strconv.FormatFloat(n.Hits, 'f', 0, 64), strconv.FormatFloat(n.Misses, 'f', 0, 64), n.HitRatio, m)
 	}
-	c := rep.Cluster
-	line("CLUSTER", c.CapacityBytes, "", "", c.HitRatio, c.Policy)
+	c, p := rep.Cluster, rep.Cluster.Policy
+	whole := p.Nodes > 0 && p.Nodes == len(rep.Nodes) // else the estimates are of a subset: say which
+	if whole {
+		line("CLUSTER", c.CapacityBytes, "", "", c.HitRatio, p.Estimates)
+	} else {
+		line("CLUSTER", c.CapacityBytes, "", "", c.HitRatio, nil)
+		if p.Nodes > 0 {
+			line(fmt.Sprintf("%d NODES", p.Nodes), p.CapacityBytes, "", "", p.HitRatio, p.Estimates)
+		}
+	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nHit ratios are of pages; x0.25 ... x4: estimated at that many times each node's capacity (its own policy, simulated).")
 	for _, e := range errs {
 		fmt.Fprintf(w, "  %s\n", e)
 	}
-	if c.HitRatio != nil {
-		if r2, ok := c.Policy["2"]; ok {
-			fmt.Fprintf(w, "Doubling every node's cache (%s in all) would take the cluster's page hit ratio from %s to about %s.\n",
-				units.HumanBytes(2*c.CapacityBytes), pct(c.HitRatio), pct(&r2))
-		}
-		if r5, ok := c.Policy["0.5"]; ok {
-			fmt.Fprintf(w, "Halving it (%s in all) would take it to about %s.\n", units.HumanBytes(c.CapacityBytes/2), pct(&r5))
-		}
+	if p.Nodes == 0 {
+		fmt.Fprintln(w, "No node has estimates yet (none has sampled a page read, or all run with --cache-sizing=false).")
+		return
 	}
+	who := "every node's cache"
+	if !whole {
+		who = fmt.Sprintf("the caches of the %d of %d nodes that estimate (the %d NODES line)", p.Nodes, len(rep.Nodes), p.Nodes)
+	}
+	fmt.Fprintf(w, "Doubling %s (%s in all) would take their page hit ratio from %s to about %s; halving them, to about %s.\n",
+		who, units.HumanBytes(2*p.CapacityBytes), pct(p.HitRatio), est(p.Estimates, "2"), est(p.Estimates, "0.5"))
 }

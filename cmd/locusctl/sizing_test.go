@@ -3,48 +3,62 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/locuscache/locus/internal/localcluster"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
 
-// TestSizing: on the live cluster, after a dataset is warmed twice (cold
-// misses, then hits), every node's line has its counts, its hit ratio and
-// the four estimates; --json carries both models and a cluster line whose
-// accesses are the nodes' sum.
+// TestSizing: on the live cluster, after a 32 MiB object is read through
+// node1's S3 gateway twice (about 680 pages on each owner, of which the
+// miniatures replay 1 in 32), every node's line has its counts, its hit
+// ratio and the four estimates of its own policy; so does the CLUSTER
+// line, with the reading under it; --json carries both models and a
+// cluster line whose accesses are the nodes' sum.
 func TestSizing(t *testing.T) {
 	c := liveCluster(t)
 	withEnv(t, nil)
-	_, prefix := liveDataset(t, c, "sizing", 8)
-	sched := c.SchedulerURL()
-	for i := 0; i < 2; i++ {
-		mustRun(t, "warm", prefix, "--scheduler", sched)
+	const size = 32 << 20
+	data := make([]byte, size)
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
 	}
-	r := mustRun(t, "sizing", "--scheduler", sched)
-	t.Logf("sizing:\n%s", r.stdout)
-	// A node the warm sent no split to has no access to estimate from.
-	full, idle := 0, 0
-	for _, n := range c.Nodes {
-		id := regexp.QuoteMeta(n.ID())
-		switch {
-		// Estimates, or dashes while the node's miniatures have sampled
-		// none of its few page reads (it replays 1 key in 16 here).
-		case regexp.MustCompile(`(?m)^\s*` + id + `\s+64\.0 MiB\s+\d+\s+\d+\s+[0-9.]+%((\s+[0-9.]+%){4}|(\s+-){4})\s*$`).MatchString(r.stdout):
-			full++
-		case regexp.MustCompile(`(?m)^\s*` + id + `\s+64\.0 MiB\s+0\s+0(\s+-){5}\s*$`).MatchString(r.stdout):
-			idle++
-		default:
-			t.Errorf("no line for %s in:\n%s", n.ID(), r.stdout)
+	if err := os.WriteFile(filepath.Join(c.DataRoot, localcluster.GatewayBucket, "sizing.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + c.Nodes[0].HTTPAddr() + "/" + localcluster.GatewayBucket + "/sizing.bin"
+	for i := 0; i < 2; i++ {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(got, data) {
+			t.Fatalf("GET %s: %s, %d bytes, %v; want the object", url, resp.Status, len(got), err)
 		}
 	}
-	if full == 0 {
-		t.Errorf("no node with accesses and estimates in:\n%s", r.stdout)
+	sched := c.SchedulerURL()
+	r := mustRun(t, "sizing", "--scheduler", sched)
+	t.Logf("sizing:\n%s", r.stdout)
+	for _, n := range c.Nodes {
+		re := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(n.ID()) + `\s+64\.0 MiB\s+\d+\s+\d+\s+[0-9.]+%(\s+[0-9.]+%){4}\s*$`)
+		if !re.MatchString(r.stdout) {
+			t.Errorf("no line with estimates for %s in:\n%s", n.ID(), r.stdout)
+		}
 	}
-	if !regexp.MustCompile(`(?m)^\s*CLUSTER\s+192\.0 MiB\s+[0-9.]+%((\s+[0-9.]+%){4}|(\s+-){4})\s*$`).MatchString(r.stdout) {
-		t.Errorf("no cluster line or reading in:\n%s", r.stdout)
+	if !regexp.MustCompile(`(?m)^\s*CLUSTER\s+192\.0 MiB\s+[0-9.]+%(\s+[0-9.]+%){4}\s*$`).MatchString(r.stdout) ||
+		!strings.Contains(r.stdout, "Doubling every node's cache (384.0 MiB in all) would take their page hit ratio from") {
+		t.Errorf("no cluster line with estimates, or no reading, in:\n%s", r.stdout)
 	}
 
 	var rep sizingReport
@@ -55,8 +69,8 @@ func TestSizing(t *testing.T) {
 	var sum float64
 	for _, n := range rep.Nodes {
 		sum += n.Hits + n.Misses
-		if n.Error != "" || (n.HitRatio == nil) != (n.Hits+n.Misses == 0) || len(n.Policy)%4 != 0 || len(n.LRU) != 4 {
-			t.Errorf("node %+v: want counts, a hit ratio if any access, 4 LRU estimates and 0 or 4 of the policy", n)
+		if n.Error != "" || n.HitRatio == nil || len(n.Policy) != 4 || len(n.LRU) != 4 {
+			t.Errorf("node %+v: want counts, a hit ratio and 4 estimates per model", n)
 		}
 		for f, v := range n.Policy {
 			if v < 0 || v > 1 {
@@ -64,15 +78,17 @@ func TestSizing(t *testing.T) {
 			}
 		}
 	}
-	if len(rep.Nodes) != len(c.Nodes) || sum == 0 || rep.Cluster.Accesses != sum || rep.Cluster.CapacityBytes != 3*64<<20 {
-		t.Errorf("--json: %d nodes, cluster %+v; want %d nodes, %v accesses, 192 MiB", len(rep.Nodes), rep.Cluster, len(c.Nodes), sum)
+	if len(rep.Nodes) != len(c.Nodes) || sum == 0 || rep.Cluster.Accesses != sum || rep.Cluster.CapacityBytes != 3*64<<20 ||
+		rep.Cluster.Policy.Nodes != 3 || rep.Cluster.LRU.Nodes != 3 {
+		t.Errorf("--json: %d nodes, cluster %+v; want %d nodes, %v accesses, 192 MiB, 3 estimating nodes per model", len(rep.Nodes), rep.Cluster, len(c.Nodes), sum)
 	}
 }
 
 // TestSizingMath: a node's metrics parse into its counts (owner_unavailable
-// is not a cache miss) and estimates; the cluster line weighs nodes by
-// their accesses, per point, skipping nodes without that point; a node
-// whose /metrics cannot be read gets a line of dashes and a note.
+// is not a cache miss) and estimates; the cluster's estimates weigh the
+// nodes that have all four by their accesses and are printed, and read,
+// next to those nodes' own capacity and ratio; a node whose /metrics
+// cannot be read gets a line of dashes and a note.
 func TestSizingMath(t *testing.T) {
 	const text = `# TYPE locus_cache_hits_total counter
 locus_cache_hits_total 300
@@ -87,8 +103,8 @@ locus_cache_estimated_hit_ratio{model="policy",size_factor="0.5"} 0.5
 locus_cache_estimated_hit_ratio{model="policy",size_factor="2"} 0.9
 locus_cache_estimated_hit_ratio{model="lru",size_factor="2"} 0.8
 `
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(text))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,22 +114,48 @@ locus_cache_estimated_hit_ratio{model="lru",size_factor="2"} 0.8
 		a.Policy["0.5"] != 0.5 || a.Policy["2"] != 0.9 || a.LRU["2"] != 0.8 || len(a.Policy) != 2 || len(a.LRU) != 1 {
 		t.Fatalf("parsed %+v (ratio %v): want 300 hits, 100 cache misses (owner_unavailable is not one), 0.75, the estimates", a, a.HitRatio)
 	}
-	// b has 3x a's accesses and no estimate at 0.5: the cluster's 0.5
-	// point is a's alone, its 2 point weighs b 3 to 1.
-	b := nodeSizing{Node: "b", Hits: 1200, CapacityBytes: 1024,
-		Policy: map[string]float64{"2": 0.5}, LRU: map[string]float64{}}
-	down := nodeSizing{Node: "c", CapacityBytes: 1024, Error: "cannot read http://c/metrics: refused"}
-	c := sumSizing([]nodeSizing{a, b, down})
-	if c.Accesses != 1600 || *c.HitRatio != 1500.0/1600 || c.CapacityBytes != 3072 ||
-		c.Policy["0.5"] != 0.5 || c.Policy["2"] != (400*0.9+1200*0.5)/1600 || c.LRU["2"] != 0.8 {
-		t.Fatalf("cluster %+v (ratio %v)", c, *c.HitRatio)
+	// a has two of the four estimates: no model line counts it.
+	if c := sumSizing([]nodeSizing{a}); c.Policy.Nodes != 0 || c.LRU.Nodes != 0 || c.Accesses != 400 {
+		t.Fatalf("cluster of a: %+v, want a's accesses and no estimating node", c)
+	}
+	a.Policy = map[string]float64{"0.25": 0.3, "0.5": 0.5, "2": 0.9, "4": 0.95}
+	// b has 3x a's accesses; idle has none; down cannot be read. The
+	// estimates are a's and b's, weighed 1 to 3, next to their own
+	// capacity and measured ratio, not the cluster's.
+	bRatio := 0.75
+	b := nodeSizing{Node: "b", Hits: 900, Misses: 300, HitRatio: &bRatio, CapacityBytes: 1024,
+		Policy: map[string]float64{"0.25": 0.5, "0.5": 0.6, "2": 0.8, "4": 0.85}, LRU: map[string]float64{}}
+	idle := nodeSizing{Node: "idle", CapacityBytes: 1024, Policy: map[string]float64{}, LRU: map[string]float64{}}
+	down := nodeSizing{Node: "down", CapacityBytes: 1024, Error: "cannot read http://down/metrics: refused"}
+	nodes := []nodeSizing{a, b, idle, down}
+	c := sumSizing(nodes)
+	p := c.Policy
+	if c.Accesses != 1600 || *c.HitRatio != 1200.0/1600 || c.CapacityBytes != 4096 || p.Nodes != 2 || p.CapacityBytes != 2048 ||
+		*p.HitRatio != 1200.0/1600 || p.Estimates["2"] != (400*0.9+1200*0.8)/1600 || p.Estimates["0.5"] != (400*0.5+1200*0.6)/1600 {
+		t.Fatalf("cluster %+v, policy %+v", c, p)
 	}
 	var out bytes.Buffer
-	printSizing(&out, sizingReport{Nodes: []nodeSizing{a, b, down}, Cluster: c})
-	for _, frag := range []string{"c: cannot read http://c/metrics: refused", "Doubling every node's cache (6.0 KiB in all)", "from 93.8% to about 60.0%"} {
+	printSizing(&out, sizingReport{Nodes: nodes, Cluster: c})
+	t.Logf("\n%s", out.String())
+	for _, frag := range []string{
+		"down: cannot read http://down/metrics: refused",
+		"the caches of the 2 of 4 nodes that estimate (the 2 NODES line) (4.0 KiB in all)",
+		"from 75.0% to about 82.5%; halving them, to about 57.5%",
+	} {
 		if !strings.Contains(out.String(), frag) {
 			t.Errorf("output lacks %q:\n%s", frag, out.String())
 		}
+	}
+	if !regexp.MustCompile(`(?m)^\s*CLUSTER\s+4\.0 KiB\s+75\.0%(\s+-){4}\s*$`).MatchString(out.String()) ||
+		!regexp.MustCompile(`(?m)^\s*2 NODES\s+2\.0 KiB\s+75\.0%\s+45\.0%\s+57\.5%\s+82\.5%\s+87\.5%\s*$`).MatchString(out.String()) {
+		t.Errorf("want a CLUSTER line without estimates and a 2 NODES line with them:\n%s", out.String())
+	}
+	// When every node estimates, the CLUSTER line carries them.
+	out.Reset()
+	printSizing(&out, sizingReport{Nodes: []nodeSizing{a, b}, Cluster: sumSizing([]nodeSizing{a, b})})
+	if !strings.Contains(out.String(), "Doubling every node's cache (4.0 KiB in all)") ||
+		!regexp.MustCompile(`(?m)^\s*CLUSTER\s+2\.0 KiB\s+75\.0%\s+45\.0%`).MatchString(out.String()) {
+		t.Errorf("every node estimating:\n%s", out.String())
 	}
 }
 

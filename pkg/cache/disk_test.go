@@ -277,7 +277,9 @@ func TestDiskFullAtStart(t *testing.T) {
 		t.Fatalf("mount: %v: %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", dir2).Run() })
-	c2, err := cache.New(cache.Config{Origin: org, Dir: dir2, CapacityBytes: 8 << 20, SlabSize: 1 << 20, PageSize: testPage})
+	sz := &exactSizer{dists: map[int]int{}}
+	c2, err := cache.New(cache.Config{Origin: org, Dir: dir2, CapacityBytes: 8 << 20, SlabSize: 1 << 20, PageSize: testPage,
+		Sizer: sz, PolicySizing: true})
 	if err != nil {
 		t.Fatalf("New on a full disk: %v", err)
 	}
@@ -289,6 +291,10 @@ func TestDiskFullAtStart(t *testing.T) {
 	checkBytes(t, obj, 0, got)
 	if res.MissBytes != obj.Size {
 		t.Fatalf("pass-through read: %+v", res)
+	}
+	// No size, so no estimate at multiples of it.
+	if st := c2.Stats(); st.Sizing != nil || st.PolicySizing != nil {
+		t.Fatalf("pass-through sizing %+v, policy sizing %+v: want none", st.Sizing, st.PolicySizing)
 	}
 }
 

@@ -53,7 +53,7 @@ type Stats struct {
 	ReindexDuration time.Duration
 
 	// Sizing estimates the hit ratio at 0.25x, 0.5x, 2x and 4x the page
-	// capacity (nil unless Config.Sizer is set).
+	// capacity (nil unless Config.Sizer is set and the cache has slots).
 	Sizing []SizingPoint
 	// PolicySizing estimates the hit ratio of the cache's own policy at
 	// the same sizes, by miniature simulation anchored at the measured hit
@@ -109,7 +109,7 @@ func (c *Cache) Stats() Stats {
 	if r := c.degraded.Load(); r != nil {
 		s.Degraded, s.DegradedReason = true, *r
 	}
-	if c.cfg.Sizer != nil {
+	if c.cfg.Sizer != nil && len(c.slots) > 0 { // a pass-through cache has no size to scale
 		c.sizerMu.Lock()
 		for _, f := range sizingFactors {
 			n := max(1, int(f*float64(len(c.slots))+0.5)) // as mrc.Mini rounds

@@ -260,7 +260,9 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descOrigBytes, float64(s.OriginBytes))
 	for model, pts := range map[string][]cache.SizingPoint{"lru": s.Sizing, "policy": s.PolicySizing} {
 		for _, p := range pts {
-			gauge(descEstimate, p.HitRatio, strconv.FormatFloat(p.Factor, 'g', -1, 64), model)
+			if s.CapacityPages > 0 { // a pass-through cache (no slots) has no size to scale
+				gauge(descEstimate, p.HitRatio, strconv.FormatFloat(p.Factor, 'g', -1, 64), model)
+			}
 		}
 	}
 	st := c.src.stats()
