@@ -29,16 +29,19 @@ How large should the cache be? For each cache node of the ring (GET
 cache capacity, the page hits and misses it has counted since it started,
 its page hit ratio, and the hit ratio it would have at 0.25x, 0.5x, 2x and
 4x its capacity. The estimates simulate the node's own eviction policy at
-those sizes on a sample of its page accesses (miniature simulation,
-anchored at the measured ratio; metric locus_cache_estimated_hit_ratio
-{model="policy"}). The LRU curve (SHARDS, model="lru") is in --json too:
-for a scan-resistant policy it is often far below what the policy gets.
-The CLUSTER line weighs each node by its page accesses, as if every node
-changed size by the same factor.
+those sizes on a sample of its page reads (miniature simulation, anchored
+at the measured ratio; metric locus_cache_estimated_hit_ratio
+{model="policy"}); SAMPLED is how many reads that sample holds. The LRU
+curve (SHARDS, model="lru") is in --json too: for a scan-resistant policy
+it is often far below what the policy gets. The CLUSTER line weighs each
+node by its page accesses, as if every node changed size by the same
+factor; when some nodes have no estimate, a "k NODES" line gives those
+that do, with their own capacity and hit ratio.
 
-The estimates describe the accesses since each node started: read them
-after a representative workload has run for a while. A node started with
---cache-sizing=false, or not reachable, shows "-".
+The estimates describe the reads since each node started: read them after
+a representative workload has run for a while (a few hundred SAMPLED
+reads at least). A node started with --cache-sizing=false, one without
+reads yet, or one not reachable shows "-".
 
 Exits 1 if the scheduler cannot be reached; 2 for bad flags.
 
@@ -68,6 +71,9 @@ type nodeSizing struct {
 	Misses        float64 `json:"misses"`
 	// HitRatio is Hits over Hits+Misses (pages), nil before any access.
 	HitRatio *float64 `json:"hit_ratio"`
+	// SampledReads is how many page reads the node's policy estimates
+	// replayed (their sample).
+	SampledReads float64 `json:"sampled_reads"`
 	// Policy and LRU map a size factor ("0.25", "0.5", "2", "4") to the
 	// estimated hit ratio; empty when the node does not estimate.
 	Policy map[string]float64 `json:"policy"`
@@ -92,6 +98,7 @@ type clusterSizing struct {
 type modelSum struct {
 	Nodes         int                `json:"nodes"` // nodes with accesses and all four estimates
 	CapacityBytes int64              `json:"capacity_bytes"`
+	SampledReads  float64            `json:"sampled_reads"` // the policy model's, summed
 	HitRatio      *float64           `json:"hit_ratio"` // measured, over those nodes
 	Estimates     map[string]float64 `json:"estimates"` // by size factor
 }
@@ -230,6 +237,9 @@ func parseSizing(fams map[string]*dto.MetricFamily, ns *nodeSizing) {
 			}
 		}
 	}
+	if f := fams["locus_cache_sizing_sampled_reads_total"]; f != nil && len(f.GetMetric()) > 0 {
+		ns.SampledReads = value(f.GetMetric()[0])
+	}
 	if n := ns.Hits + ns.Misses; n > 0 {
 		r := ns.Hits / n
 		ns.HitRatio = &r
@@ -283,6 +293,7 @@ func sumModel(nodes []nodeSizing, est func(nodeSizing) map[string]float64) model
 		}
 		m.Nodes++
 		m.CapacityBytes += n.CapacityBytes
+		m.SampledReads += n.SampledReads
 		hits += n.Hits
 		accesses += a
 		for _, f := range sizingFactors {
@@ -317,9 +328,13 @@ func printSizing(w io.Writer, rep sizingReport) {
 		return pct(&r)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "NODE\tCAPACITY\tHITS\tMISSES\tHIT RATIO\tx0.25\tx0.5\tx2\tx4\t")
-	line := func(name string, capacity int64, hits, misses string, ratio *float64, m map[string]float64) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", name, units.HumanBytes(capacity), hits, misses, pct(ratio))
+	fmt.Fprintln(tw, "NODE\tCAPACITY\tHITS\tMISSES\tHIT RATIO\tSAMPLED\tx0.25\tx0.5\tx2\tx4\t")
+	line := func(name string, capacity int64, hits, misses string, ratio *float64, sampled float64, m map[string]float64) {
+		s := "-"
+		if m != nil {
+			s = strconv.FormatFloat(sampled, 'f', 0, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", name, units.HumanBytes(capacity), hits, misses, pct(ratio), s)
 		for _, f := range sizingFactors {
 			fmt.Fprintf(tw, "\t%s", est(m, f))
 		}
@@ -328,7 +343,7 @@ func printSizing(w io.Writer, rep sizingReport) {
 	var errs []string
 	for _, n := range rep.Nodes {
 		if n.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t\n", n.Node, units.HumanBytes(n.CapacityBytes))
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t\n", n.Node, units.HumanBytes(n.CapacityBytes))
 			errs = append(errs, fmt.Sprintf("%s: %s", n.Node, n.Error))
 			continue
 		}
@@ -336,20 +351,21 @@ func printSizing(w io.Writer, rep sizingReport) {
 		if n.HitRatio == nil {
 			m = nil // no access yet: nothing to estimate from
 		}
-		line(n.Node, n.CapacityBytes, strconv.FormatFloat(n.Hits, 'f', 0, 64), strconv.FormatFloat(n.Misses, 'f', 0, 64), n.HitRatio, m)
+		line(n.Node, n.CapacityBytes, strconv.FormatFloat(n.Hits, 'f', 0, 64), strconv.FormatFloat(n.Misses, 'f', 0, 64), n.HitRatio, n.SampledReads, m)
 	}
 	c, p := rep.Cluster, rep.Cluster.Policy
 	whole := p.Nodes > 0 && p.Nodes == len(rep.Nodes) // else the estimates are of a subset: say which
 	if whole {
-		line("CLUSTER", c.CapacityBytes, "", "", c.HitRatio, p.Estimates)
+		line("CLUSTER", c.CapacityBytes, "", "", c.HitRatio, p.SampledReads, p.Estimates)
 	} else {
-		line("CLUSTER", c.CapacityBytes, "", "", c.HitRatio, nil)
+		line("CLUSTER", c.CapacityBytes, "", "", c.HitRatio, 0, nil)
 		if p.Nodes > 0 {
-			line(fmt.Sprintf("%d NODES", p.Nodes), p.CapacityBytes, "", "", p.HitRatio, p.Estimates)
+			line(fmt.Sprintf("%d NODES", p.Nodes), p.CapacityBytes, "", "", p.HitRatio, p.SampledReads, p.Estimates)
 		}
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nHit ratios are of pages; x0.25 ... x4: estimated at that many times each node's capacity (its own policy, simulated).")
+	fmt.Fprintln(w, "\nHit ratios are of pages; x0.25 ... x4: estimated at that many times each node's capacity (its own policy,")
+	fmt.Fprintln(w, "simulated on SAMPLED of its page reads: read a few hundred at least before trusting them).")
 	for _, e := range errs {
 		fmt.Fprintf(w, "  %s\n", e)
 	}

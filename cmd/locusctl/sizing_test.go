@@ -51,12 +51,12 @@ func TestSizing(t *testing.T) {
 	r := mustRun(t, "sizing", "--scheduler", sched)
 	t.Logf("sizing:\n%s", r.stdout)
 	for _, n := range c.Nodes {
-		re := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(n.ID()) + `\s+64\.0 MiB\s+\d+\s+\d+\s+[0-9.]+%(\s+[0-9.]+%){4}\s*$`)
+		re := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(n.ID()) + `\s+64\.0 MiB\s+\d+\s+\d+\s+[0-9.]+%\s+[1-9]\d*(\s+[0-9.]+%){4}\s*$`)
 		if !re.MatchString(r.stdout) {
 			t.Errorf("no line with estimates for %s in:\n%s", n.ID(), r.stdout)
 		}
 	}
-	if !regexp.MustCompile(`(?m)^\s*CLUSTER\s+192\.0 MiB\s+[0-9.]+%(\s+[0-9.]+%){4}\s*$`).MatchString(r.stdout) ||
+	if !regexp.MustCompile(`(?m)^\s*CLUSTER\s+192\.0 MiB\s+[0-9.]+%\s+[1-9]\d*(\s+[0-9.]+%){4}\s*$`).MatchString(r.stdout) ||
 		!strings.Contains(r.stdout, "Doubling every node's cache (384.0 MiB in all) would take their page hit ratio from") {
 		t.Errorf("no cluster line with estimates, or no reading, in:\n%s", r.stdout)
 	}
@@ -69,8 +69,8 @@ func TestSizing(t *testing.T) {
 	var sum float64
 	for _, n := range rep.Nodes {
 		sum += n.Hits + n.Misses
-		if n.Error != "" || n.HitRatio == nil || len(n.Policy) != 4 || len(n.LRU) != 4 {
-			t.Errorf("node %+v: want counts, a hit ratio and 4 estimates per model", n)
+		if n.Error != "" || n.HitRatio == nil || len(n.Policy) != 4 || len(n.LRU) != 4 || n.SampledReads < 1 || n.SampledReads > n.Hits+n.Misses {
+			t.Errorf("node %+v: want counts, a hit ratio, 4 estimates per model and some of its reads sampled", n)
 		}
 		for f, v := range n.Policy {
 			if v < 0 || v > 1 {
@@ -102,6 +102,8 @@ locus_cache_capacity_bytes 1024
 locus_cache_estimated_hit_ratio{model="policy",size_factor="0.5"} 0.5
 locus_cache_estimated_hit_ratio{model="policy",size_factor="2"} 0.9
 locus_cache_estimated_hit_ratio{model="lru",size_factor="2"} 0.8
+# TYPE locus_cache_sizing_sampled_reads_total counter
+locus_cache_sizing_sampled_reads_total 40
 `
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
@@ -110,7 +112,7 @@ locus_cache_estimated_hit_ratio{model="lru",size_factor="2"} 0.8
 	}
 	a := nodeSizing{Node: "a"}
 	parseSizing(fams, &a)
-	if a.Hits != 300 || a.Misses != 100 || a.HitRatio == nil || *a.HitRatio != 0.75 || a.CapacityBytes != 1024 ||
+	if a.Hits != 300 || a.Misses != 100 || a.HitRatio == nil || *a.HitRatio != 0.75 || a.CapacityBytes != 1024 || a.SampledReads != 40 ||
 		a.Policy["0.5"] != 0.5 || a.Policy["2"] != 0.9 || a.LRU["2"] != 0.8 || len(a.Policy) != 2 || len(a.LRU) != 1 {
 		t.Fatalf("parsed %+v (ratio %v): want 300 hits, 100 cache misses (owner_unavailable is not one), 0.75, the estimates", a, a.HitRatio)
 	}
@@ -123,14 +125,14 @@ locus_cache_estimated_hit_ratio{model="lru",size_factor="2"} 0.8
 	// estimates are a's and b's, weighed 1 to 3, next to their own
 	// capacity and measured ratio, not the cluster's.
 	bRatio := 0.75
-	b := nodeSizing{Node: "b", Hits: 900, Misses: 300, HitRatio: &bRatio, CapacityBytes: 1024,
+	b := nodeSizing{Node: "b", Hits: 900, Misses: 300, HitRatio: &bRatio, CapacityBytes: 1024, SampledReads: 110,
 		Policy: map[string]float64{"0.25": 0.5, "0.5": 0.6, "2": 0.8, "4": 0.85}, LRU: map[string]float64{}}
 	idle := nodeSizing{Node: "idle", CapacityBytes: 1024, Policy: map[string]float64{}, LRU: map[string]float64{}}
 	down := nodeSizing{Node: "down", CapacityBytes: 1024, Error: "cannot read http://down/metrics: refused"}
 	nodes := []nodeSizing{a, b, idle, down}
 	c := sumSizing(nodes)
 	p := c.Policy
-	if c.Accesses != 1600 || *c.HitRatio != 1200.0/1600 || c.CapacityBytes != 4096 || p.Nodes != 2 || p.CapacityBytes != 2048 ||
+	if c.Accesses != 1600 || *c.HitRatio != 1200.0/1600 || c.CapacityBytes != 4096 || p.Nodes != 2 || p.CapacityBytes != 2048 || p.SampledReads != 150 ||
 		*p.HitRatio != 1200.0/1600 || p.Estimates["2"] != (400*0.9+1200*0.8)/1600 || p.Estimates["0.5"] != (400*0.5+1200*0.6)/1600 {
 		t.Fatalf("cluster %+v, policy %+v", c, p)
 	}
@@ -146,15 +148,15 @@ locus_cache_estimated_hit_ratio{model="lru",size_factor="2"} 0.8
 			t.Errorf("output lacks %q:\n%s", frag, out.String())
 		}
 	}
-	if !regexp.MustCompile(`(?m)^\s*CLUSTER\s+4\.0 KiB\s+75\.0%(\s+-){4}\s*$`).MatchString(out.String()) ||
-		!regexp.MustCompile(`(?m)^\s*2 NODES\s+2\.0 KiB\s+75\.0%\s+45\.0%\s+57\.5%\s+82\.5%\s+87\.5%\s*$`).MatchString(out.String()) {
+	if !regexp.MustCompile(`(?m)^\s*CLUSTER\s+4\.0 KiB\s+75\.0%(\s+-){5}\s*$`).MatchString(out.String()) ||
+		!regexp.MustCompile(`(?m)^\s*2 NODES\s+2\.0 KiB\s+75\.0%\s+150\s+45\.0%\s+57\.5%\s+82\.5%\s+87\.5%\s*$`).MatchString(out.String()) {
 		t.Errorf("want a CLUSTER line without estimates and a 2 NODES line with them:\n%s", out.String())
 	}
 	// When every node estimates, the CLUSTER line carries them.
 	out.Reset()
 	printSizing(&out, sizingReport{Nodes: []nodeSizing{a, b}, Cluster: sumSizing([]nodeSizing{a, b})})
 	if !strings.Contains(out.String(), "Doubling every node's cache (4.0 KiB in all)") ||
-		!regexp.MustCompile(`(?m)^\s*CLUSTER\s+2\.0 KiB\s+75\.0%\s+45\.0%`).MatchString(out.String()) {
+		!regexp.MustCompile(`(?m)^\s*CLUSTER\s+2\.0 KiB\s+75\.0%\s+150\s+45\.0%`).MatchString(out.String()) {
 		t.Errorf("every node estimating:\n%s", out.String())
 	}
 }

@@ -453,6 +453,9 @@ func TestPolicySizing(t *testing.T) {
 			if st.Sizing != nil {
 				t.Errorf("Sizing %+v without a Sizer, want nil", st.Sizing)
 			}
+			if st.PolicySizingReads != 72 { // a 16-page cache replays every read
+				t.Errorf("PolicySizingReads %d, want the 72 page reads", st.PolicySizingReads)
+			}
 		})
 	}
 }
@@ -507,7 +510,7 @@ func TestPolicySizingWarmRestart(t *testing.T) {
 	}
 	st := c.Stats()
 	ps := st.PolicySizing
-	if st.HitPages != 16 || len(ps) != 4 || ps[0].HitRatio != 0 || ps[2].HitRatio != 1 {
+	if st.HitPages != 16 || st.PolicySizingReads != 16 || len(ps) != 4 || ps[0].HitRatio != 0 || ps[2].HitRatio != 1 {
 		t.Errorf("%d hits, sizing %+v: want 16 hits, 0 at 0.25x and 1 at 2x", st.HitPages, ps)
 	}
 }

@@ -148,6 +148,7 @@
 //	                                     model="policy" simulates the cache's own policy (miniature
 //	                                     simulation anchored at the measured ratio), model="lru" the
 //	                                     LRU curve (SHARDS); read "policy" for sizing decisions
+//	locus_cache_sizing_sampled_reads_total      page reads the "policy" estimate replayed (its sample)
 //
 // and gauges for the node's state (locus_node_ready, locus_node_draining,
 // locus_inflight_reads, locus_node_info) and the stat and footer caches.

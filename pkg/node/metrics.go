@@ -208,6 +208,7 @@ var (
 	descDegraded   = prometheus.NewDesc("locus_cache_degraded", "1 when the cache stopped storing new pages (full or failing disk).", nil, nil)
 	descReindexed  = prometheus.NewDesc("locus_cache_reindexed_pages", "Pages found on disk at start (warm restart).", nil, nil)
 	descOrigBytes  = prometheus.NewDesc("locus_cache_origin_fetched_bytes_total", "Bytes the cache fetched from the origin to fill pages.", nil, nil)
+	descSizingRead = prometheus.NewDesc("locus_cache_sizing_sampled_reads_total", "Page reads the policy sizing estimate (locus_cache_estimated_hit_ratio{model=\"policy\"}) replayed: the sample it rests on.", nil, nil)
 	descEstimate   = prometheus.NewDesc("locus_cache_estimated_hit_ratio", "Estimated page hit ratio if the cache were size_factor times its capacity: model=policy simulates the cache's own policy (miniature simulation, anchored at the measured hit ratio), model=lru is the LRU curve (SHARDS).", []string{"size_factor", "model"}, nil)
 	descStat       = prometheus.NewDesc("locus_stat_cache_total", "Stat cache outcomes: hit, miss, revalidation, changed (a new version found).", []string{"outcome"}, nil)
 	descFooter     = prometheus.NewDesc("locus_parquet_footer_cache_total", "Parquet footer cache outcomes: hit, miss, eviction.", []string{"outcome"}, nil)
@@ -258,6 +259,9 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descDegraded, b2f(s.Degraded))
 	gauge(descReindexed, float64(s.ReindexedPages))
 	counter(descOrigBytes, float64(s.OriginBytes))
+	if s.PolicySizing != nil {
+		counter(descSizingRead, float64(s.PolicySizingReads))
+	}
 	for model, pts := range map[string][]cache.SizingPoint{"lru": s.Sizing, "policy": s.PolicySizing} {
 		for _, p := range pts {
 			if s.CapacityPages > 0 { // a pass-through cache (no slots) has no size to scale

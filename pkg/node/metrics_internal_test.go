@@ -42,14 +42,17 @@ func TestMetricsSizingTinyCache(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d pages: scrape failed: %v", pages, err)
 		}
-		n := 0
+		n, sampled := 0, -1.0
 		for _, f := range fams {
-			if f.GetName() == "locus_cache_estimated_hit_ratio" {
+			switch f.GetName() {
+			case "locus_cache_estimated_hit_ratio":
 				n = len(f.GetMetric())
+			case "locus_cache_sizing_sampled_reads_total":
+				sampled = f.GetMetric()[0].GetCounter().GetValue()
 			}
 		}
-		if n != 8 {
-			t.Errorf("%d pages: %d estimate series, want 8 (4 factors x 2 models)", pages, n)
+		if n != 8 || sampled != 4 {
+			t.Errorf("%d pages: %d estimate series, %v sampled reads; want 8 (4 factors x 2 models) and the 4 page reads", pages, n, sampled)
 		}
 		c.Close()
 	}
