@@ -99,8 +99,8 @@ type modelSum struct {
 	Nodes         int                `json:"nodes"` // nodes with accesses and all four estimates
 	CapacityBytes int64              `json:"capacity_bytes"`
 	SampledReads  float64            `json:"sampled_reads"` // the policy model's, summed
-	HitRatio      *float64           `json:"hit_ratio"` // measured, over those nodes
-	Estimates     map[string]float64 `json:"estimates"` // by size factor
+	HitRatio      *float64           `json:"hit_ratio"`     // measured, over those nodes
+	Estimates     map[string]float64 `json:"estimates"`     // by size factor
 }
 
 type sizingReport struct {
