@@ -168,11 +168,7 @@ func NewMini(cfg MiniConfig) (*Mini, error) {
 // way): a miniature fed only keys of small hash would otherwise sample
 // all or none of them.
 func (m *Mini) miniHash(key uint64) uint64 {
-	z := (key ^ m.seed) * 0xd6e8feb86659fd93
-	z += 0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
+	return splitmix((key ^ m.seed) * 0xd6e8feb86659fd93)
 }
 
 // Access records one access to key: a sampled key is replayed through

@@ -24,16 +24,7 @@ func policyHitRatio(t testing.TB, keys []uint64, size int) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hits := 0
-	var victims []uint64
-	for _, k := range keys {
-		if p.Touch(k) {
-			hits++
-		} else {
-			victims, _ = p.Insert(k, victims[:0])
-		}
-	}
-	return float64(hits) / float64(len(keys))
+	return replay(p, keys)
 }
 
 func TestMiniConfigValidate(t *testing.T) {

@@ -120,8 +120,10 @@ func (e *Estimator) Accesses() uint64 { return e.accesses }
 // hash is the spatial hash (SplitMix64's finaliser of key ^ seed): keys
 // arrive already hashed by the page cache, the mix keeps sampling uniform
 // even for keys that are not.
-func (e *Estimator) hash(key uint64) uint64 {
-	z := key ^ e.seed
+func (e *Estimator) hash(key uint64) uint64 { return splitmix(key ^ e.seed) }
+
+// splitmix is SplitMix64's finaliser.
+func splitmix(z uint64) uint64 {
 	z += 0x9e3779b97f4a7c15
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb

@@ -20,6 +20,11 @@ func lruHitRatio(t testing.TB, keys []uint64, size int) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return replay(p, keys)
+}
+
+// replay returns p's hit ratio over keys.
+func replay(p policy.Policy, keys []uint64) float64 {
 	hits := 0
 	var victims []uint64
 	for _, k := range keys {
