@@ -4,14 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"sort"
 	"strconv"
 	"text/tabwriter"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -112,23 +110,8 @@ type sizingReport struct {
 var runSizing = withSignals(sizingMain)
 
 func sizingMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var o struct {
-		sched  schedulerFlags
-		tls    tlsFlags
-		asJSON bool
-	}
-	fs := flag.NewFlagSet("sizing", flag.ContinueOnError)
-	o.sched.register(fs, 10*time.Second)
-	o.tls.register(fs)
-	fs.BoolVar(&o.asJSON, "json", false, "")
-	rest, err := parseFlags(fs, args, sizingUsage, stderr)
+	o, err := parseRingFlags("sizing", sizingUsage, args, stderr)
 	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		return usageErrorf("unexpected argument %q (see --help)", rest[0])
-	}
-	if err := o.sched.check(true); err != nil {
 		return err
 	}
 	tlsCfg, err := o.tls.config()

@@ -51,7 +51,8 @@ Examples:
   LOCUS_SCHEDULER=http://127.0.0.1:8080 locusctl ring status --json | jq '.members[] | {node, slots_in_use}'
 `
 
-// ringStatusOptions are the parsed flags of locusctl ring status.
+// ringStatusOptions are the parsed flags of locusctl ring status and of
+// locusctl sizing: the scheduler, TLS, --json, no argument.
 type ringStatusOptions struct {
 	sched  schedulerFlags
 	tls    tlsFlags
@@ -59,12 +60,17 @@ type ringStatusOptions struct {
 }
 
 func parseRingStatus(args []string, stderr io.Writer) (ringStatusOptions, error) {
+	return parseRingFlags("ring status", ringStatusUsage, args, stderr)
+}
+
+// parseRingFlags parses the flags of a command that reads the ring.
+func parseRingFlags(name, usage string, args []string, stderr io.Writer) (ringStatusOptions, error) {
 	var o ringStatusOptions
-	fs := flag.NewFlagSet("ring status", flag.ContinueOnError)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	o.sched.register(fs, 10*time.Second)
 	o.tls.register(fs)
 	fs.BoolVar(&o.asJSON, "json", false, "")
-	rest, err := parseFlags(fs, args, ringStatusUsage, stderr)
+	rest, err := parseFlags(fs, args, usage, stderr)
 	if err != nil {
 		return o, err
 	}
