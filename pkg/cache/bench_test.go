@@ -185,7 +185,7 @@ func TestZeroCopySumRatio(t *testing.T) {
 }
 
 // BenchmarkParallelHits reads cached ranges at random from all cores
-// (b.RunParallel), against the same copies from a plain []byte; "sized"
+// (b.RunParallel), against the same copies from a plain []byte; "get-sized"
 // is the same cache with both sizing estimates on (Config.Sizer and
 // PolicySizing, as cachenode's --cache-sizing), which every page read
 // feeds.
