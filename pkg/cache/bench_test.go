@@ -190,11 +190,23 @@ func TestZeroCopySumRatio(t *testing.T) {
 // PolicySizing, as cachenode's --cache-sizing), which every page read
 // feeds.
 func BenchmarkParallelHits(b *testing.B) {
+	benchParallelHits(b, 1<<20, []int64{4 << 10, 64 << 10, 1 << 20})
+}
+
+// BenchmarkParallelHitsSmallPages is BenchmarkParallelHits over 65,536
+// pages of 4 KiB: more distinct pages than the LRU estimator samples
+// (mrc.DefaultSampleBudget), so that most reads feed it without its lock
+// (SkipSizer), as on a production cache.
+func BenchmarkParallelHitsSmallPages(b *testing.B) {
+	benchParallelHits(b, 4<<10, []int64{4 << 10})
+}
+
+func benchParallelHits(b *testing.B, pageSize int, reads []int64) {
 	const size = 256 << 20
 	org := cachetest.NewOrigin()
 	obj := org.PutGenerated("s3://bench/par", "v", size)
 	open := func(sized bool) *cache.Cache {
-		cfg := cache.Config{Origin: org, Dir: b.TempDir(), CapacityBytes: 2*size + 1<<20}
+		cfg := cache.Config{Origin: org, Dir: b.TempDir(), PageSize: pageSize, CapacityBytes: 2*size + 1<<20}
 		if sized {
 			sz, err := mrc.New(mrc.Config{})
 			if err != nil {
@@ -220,7 +232,7 @@ func BenchmarkParallelHits(b *testing.B) {
 	defer c.Close()
 	defer sized.Close()
 	plain := cachetest.Generated(obj.URI, obj.Version, 0, size)
-	for _, n := range []int64{4 << 10, 64 << 10, 1 << 20} {
+	for _, n := range reads {
 		b.Run(fmt.Sprintf("baseline=slice/read=%dKiB", n>>10), func(b *testing.B) {
 			b.SetBytes(n)
 			b.ReportAllocs()

@@ -32,7 +32,8 @@ type Cache struct {
 	ram          *ramTier   // hot copies of disk pages, when Dir and MemoryBytes are set
 	hist         *history
 	window       int        // pages a read plans at once
-	sizerMu      sync.Mutex // serialises cfg.Sizer
+	sizerMu      sync.Mutex // serialises cfg.Sizer, but for skipSizer.Skip
+	skipSizer    SkipSizer  // cfg.Sizer, when it implements SkipSizer
 	miniMu       sync.Mutex // serialises mini (taken only for its sampled keys)
 	mini         *mrc.Mini  // Config.PolicySizing's miniatures; nil without
 	verifyAlways bool
@@ -117,6 +118,7 @@ func New(cfg Config) (*Cache, error) {
 		hp = max(4*nslots, 4096)
 	}
 	c.hist = newHistory(hp)
+	c.skipSizer, _ = cfg.Sizer.(SkipSizer)
 	if cfg.PolicySizing && nslots > 0 {
 		if c.mini, err = c.newMini(nslots); err != nil {
 			c.closeStores()

@@ -49,10 +49,23 @@ const (
 )
 
 // Sizer estimates hit ratios at other cache sizes from the stream of page
-// keys (the 64-bit keys the policy sees). The cache serialises calls.
+// keys (the 64-bit keys the policy sees). The cache serialises calls to
+// Access and HitRatio under one lock for the whole cache. A Sizer that
+// samples keys should also implement SkipSizer, so that the cache takes
+// that lock only for the keys it samples.
 type Sizer interface {
 	Access(key uint64)
 	HitRatio(sizePages int) float64
+}
+
+// SkipSizer is a Sizer that can record the access to a key it does not
+// sample without the cache's lock. Skip must be safe to call from many
+// goroutines at once and concurrently with Access and HitRatio; it
+// reports whether it recorded the access. When it reports false, the cache
+// calls Access under its lock. mrc.Estimator implements it.
+type SkipSizer interface {
+	Sizer
+	Skip(key uint64) bool
 }
 
 // VerifyMode says when a cached page's data checksum is checked.

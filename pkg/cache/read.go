@@ -356,7 +356,7 @@ func isContextErr(err error) bool {
 func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64) pageRef {
 	pk := pageKey(o, p)
 	k := mix64(pk)
-	if c.cfg.Sizer != nil {
+	if c.cfg.Sizer != nil && (c.skipSizer == nil || !c.skipSizer.Skip(k)) {
 		c.sizerMu.Lock()
 		c.cfg.Sizer.Access(k)
 		c.sizerMu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 )
 
 // Config configures an Estimator. The zero value of a field selects its
@@ -59,11 +60,12 @@ const (
 
 // Estimator estimates the LRU miss-ratio curve of an access stream with
 // fixed-size SHARDS (Waldspurger et al., FAST 2015). It is not safe for
-// concurrent use: the caller serialises Access and the queries (the page
-// cache calls it under a lock it already holds, or keeps one per shard).
+// concurrent use, but for Skip: the caller serialises Access and the
+// queries (the page cache calls Skip first, lock-free, and Access under a
+// lock only for the keys Skip leaves to it).
 type Estimator struct {
 	seed      uint64
-	threshold uint64 // a key is sampled iff its hash < threshold
+	threshold atomic.Uint64 // a key is sampled iff its hash < threshold; it only falls
 	budget    int
 
 	// The sample set: each tracked key's last access time, and a max-heap
@@ -81,8 +83,8 @@ type Estimator struct {
 	// space), as counts at the current rate: when the rate falls, existing
 	// counts are multiplied by newRate/oldRate (SHARDS fixed size).
 	hist     [numBins]float64
-	sampled  float64 // sampled accesses at the current rate (hist plus cold misses)
-	accesses uint64  // every access, sampled or not
+	sampled  float64       // sampled accesses at the current rate (hist plus cold misses)
+	accesses atomic.Uint64 // every access, sampled or not (Skip counts without the caller's lock)
 
 	scratch []uint64 // compact's buffer
 }
@@ -102,20 +104,20 @@ func New(cfg Config) (*Estimator, error) {
 	}
 	e.scratch = make([]uint64, e.tree.len())
 	if cfg.InitialRate >= 1 {
-		e.threshold = math.MaxUint64
+		e.threshold.Store(math.MaxUint64)
 	} else {
-		e.threshold = uint64(cfg.InitialRate * (1 << 63) * 2)
+		e.threshold.Store(uint64(cfg.InitialRate * (1 << 63) * 2))
 	}
 	return e, nil
 }
 
 // Rate is the current sampling rate (the share of the key space tracked).
 func (e *Estimator) Rate() float64 {
-	return float64(e.threshold) / (1 << 63) / 2
+	return float64(e.threshold.Load()) / (1 << 63) / 2
 }
 
 // Accesses is the number of accesses seen.
-func (e *Estimator) Accesses() uint64 { return e.accesses }
+func (e *Estimator) Accesses() uint64 { return e.accesses.Load() }
 
 // hash is the spatial hash (SplitMix64's finaliser of key ^ seed): keys
 // arrive already hashed by the page cache, the mix keeps sampling uniform
@@ -133,12 +135,26 @@ func splitmix(z uint64) uint64 {
 // Access records one access to key. Unsampled keys cost a hash and a
 // compare; a sampled key costs O(log SampleBudget).
 func (e *Estimator) Access(key uint64) {
-	e.accesses++
-	h := e.hash(key)
-	if h >= e.threshold {
-		return
+	if !e.Skip(key) {
+		e.accesses.Add(1)
+		e.sample(e.hash(key))
 	}
-	e.sample(h)
+}
+
+// Skip records an access to a key outside the sample and reports true; for
+// a key in the sample it records nothing and reports false, and the caller
+// then calls Access. Unlike the other methods, Skip is safe to call from
+// many goroutines at once, and concurrently with any method: the
+// threshold only falls, so a key Skip finds outside the sample stays
+// outside. Most keys are outside (all but about SampleBudget of the
+// distinct keys), so a caller that calls Skip first takes its lock for
+// few accesses.
+func (e *Estimator) Skip(key uint64) bool {
+	if e.hash(key) < e.threshold.Load() {
+		return false
+	}
+	e.accesses.Add(1)
+	return true
 }
 
 func (e *Estimator) sample(h uint64) {
@@ -170,7 +186,7 @@ func (e *Estimator) sample(h uint64) {
 func (e *Estimator) shrink() {
 	top := e.heapPop()
 	oldRate := e.Rate()
-	e.threshold = top
+	e.threshold.Store(top)
 	if t, ok := e.last[top]; ok {
 		e.tree.add(t, -1)
 		delete(e.last, top)
@@ -214,7 +230,7 @@ func (e *Estimator) HitRatio(size int) float64 {
 	if size < 1 || e.sampled == 0 {
 		return 0
 	}
-	total := float64(e.accesses)
+	total := float64(e.accesses.Load())
 	rate := e.Rate()
 	adj := total - e.sampled/rate // expected minus counted, at full scale
 	hits := e.hitsBelow(float64(size)) / rate

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"sync"
 	"testing"
 
 	"github.com/locuscache/locus/pkg/cache/policy"
@@ -120,6 +121,75 @@ func TestBudgetBounded(t *testing.T) {
 	}
 }
 
+// TestSkipThenAccess: calling Skip first, and Access only for the keys it
+// leaves, gives the estimates Access alone gives, and Skip passes exactly
+// the keys outside the sample.
+func TestSkipThenAccess(t *testing.T) {
+	a, _ := New(Config{SampleBudget: 100, Seed: 3})
+	b, _ := New(Config{SampleBudget: 100, Seed: 3})
+	r := rand.New(rand.NewPCG(1, 2))
+	skipped := 0
+	for i := 0; i < 200000; i++ {
+		k := uint64(r.IntN(5000))
+		if r.IntN(2) == 0 {
+			k = uint64(r.IntN(200)) // a hot set, so that sampled keys recur
+		}
+		a.Access(k)
+		sampled := a.hash(k) < b.threshold.Load()
+		if b.Skip(k) {
+			skipped++
+			if sampled {
+				t.Fatalf("access %d: Skip passed key %d, which is in the sample", i, k)
+			}
+			continue
+		}
+		if !sampled {
+			t.Fatalf("access %d: Skip left key %d, which is outside the sample", i, k)
+		}
+		b.Access(k)
+	}
+	if skipped == 0 {
+		t.Fatal("Skip passed no key; the test needs a sampling rate under 1")
+	}
+	if a.Accesses() != b.Accesses() || a.Rate() != b.Rate() {
+		t.Fatalf("accesses %d/%d, rate %v/%v; want the same", a.Accesses(), b.Accesses(), a.Rate(), b.Rate())
+	}
+	for _, size := range []int{10, 100, 1000, 5000} {
+		if x, y := a.HitRatio(size), b.HitRatio(size); x != y {
+			t.Errorf("HitRatio(%d): Access alone %v, Skip first %v", size, x, y)
+		}
+	}
+}
+
+// TestSkipConcurrent runs Skip on several goroutines while one goroutine
+// calls Access and HitRatio under a lock, as the page cache does (run it
+// with -race); every access is counted once.
+func TestSkipConcurrent(t *testing.T) {
+	e, _ := New(Config{SampleBudget: 64, Seed: 5})
+	var mu sync.Mutex
+	const workers, each = 4, 20000
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				k := uint64(w*each + i)
+				if !e.Skip(k) {
+					mu.Lock()
+					e.Access(k)
+					_ = e.HitRatio(100)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := e.Accesses(); got != workers*each {
+		t.Fatalf("Accesses() = %d, want %d", got, workers*each)
+	}
+}
+
 // TestAccuracyOnTraces compares SHARDS with exact LRU hit ratios on the 14
 // shared traces, at 1, 5, 10, 25 and 50% of each trace's distinct keys and
 // at 0.25x, 0.5x, 2x and 4x of a cache of 10%, and reports the mean absolute
@@ -219,6 +289,42 @@ func BenchmarkAccess(b *testing.B) {
 			p.Touch(keys[i&(len(keys)-1)])
 		}
 	})
+}
+
+// BenchmarkAccessParallel feeds the estimator from all cores, as the page
+// cache's reads do: every access under one lock ("lock"), or Skip first and
+// the lock only for sampled keys ("skip-first", what the cache does).
+func BenchmarkAccessParallel(b *testing.B) {
+	const distinct = 1 << 22
+	for _, skipFirst := range []bool{false, true} {
+		name := "lock"
+		if skipFirst {
+			name = "skip-first"
+		}
+		b.Run(name, func(b *testing.B) {
+			e, _ := New(Config{})
+			rng := rand.New(rand.NewPCG(1, 1))
+			for i := 0; i < 1<<22; i++ {
+				e.Access(rng.Uint64N(distinct) * 0x9e3779b97f4a7c15)
+			}
+			var mu sync.Mutex
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
+				for pb.Next() {
+					k := rng.Uint64N(distinct) * 0x9e3779b97f4a7c15
+					if skipFirst && e.Skip(k) {
+						continue
+					}
+					mu.Lock()
+					e.Access(k)
+					mu.Unlock()
+				}
+			})
+			b.ReportMetric(e.Rate(), "rate")
+		})
+	}
 }
 
 // TestMemoryPerSampledKey logs the estimator's memory per tracked key.
