@@ -212,6 +212,39 @@ func TestCorruptionDetected(t *testing.T) {
 	checkInv(t, c2)
 }
 
+// countingSizer counts the accesses a Sizer is given.
+type countingSizer struct{ n int }
+
+func (s *countingSizer) Access(uint64)        { s.n++ }
+func (s *countingSizer) HitRatio(int) float64 { return 0 }
+
+// A corrupt page is planned twice (as a hit, then as a refetch), but the
+// sizing estimators see one read of it: each page a read asks for counts
+// once.
+func TestCorruptPageFeedsSizersOnce(t *testing.T) {
+	dir := t.TempDir()
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/corrupt-sized", "v", 4*testPage)
+	c := newDisk(t, org, dir, 16)
+	mustGet(t, c, obj, 0, obj.Size)
+	data, _ := c.Locate(obj, 1)
+	c.Close()
+	flip(t, data.Path, data.Data+100)
+
+	sz := &countingSizer{}
+	c2 := newDisk(t, org, dir, 16, func(cfg *cache.Config) { cfg.Sizer, cfg.PolicySizing = sz, true })
+	_, res := mustGet(t, c2, obj, 0, obj.Size)
+	if res.Misses[cache.MissCorrupt].Pages != 1 {
+		t.Fatalf("read: %+v, want 1 corrupt miss", res)
+	}
+	if sz.n != 4 {
+		t.Errorf("the Sizer saw %d page reads, want 4", sz.n)
+	}
+	if got := c2.Stats().PolicySizingReads; got != 4 {
+		t.Errorf("the miniatures replayed %d page reads, want 4 (a 16-page cache samples every page)", got)
+	}
+}
+
 // With VerifyAlways, corruption under a running cache is caught too.
 func TestCorruptionVerifyAlways(t *testing.T) {
 	dir := t.TempDir()

@@ -290,12 +290,15 @@ func TestChurnWithPins(t *testing.T) {
 	checkInv(t, c)
 }
 
-// A reader cancelled while it leads a flight does not fail the others.
+// A reader cancelled while it leads a flight does not fail the others; the
+// follower plans the page again, but the Sizer counts each reader's page
+// once.
 func TestLeaderCancelled(t *testing.T) {
 	org := cachetest.NewOrigin()
 	org.Delay = 50 * time.Millisecond
 	obj := org.PutGenerated("s3://b/cancel", "v", testPage)
-	c := newRAM(t, org, 8)
+	sz := &countingSizer{}
+	c := newRAM(t, org, 8, func(cfg *cache.Config) { cfg.Sizer = sz })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -319,6 +322,9 @@ func TestLeaderCancelled(t *testing.T) {
 	}
 	if err := <-follower; err != nil {
 		t.Fatalf("follower failed with its leader: %v", err)
+	}
+	if sz.n != 2 {
+		t.Errorf("the Sizer saw %d page reads, want 2 (one per reader)", sz.n)
 	}
 	checkInv(t, c)
 }

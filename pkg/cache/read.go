@@ -39,6 +39,10 @@ type fetchRun struct {
 type readState struct {
 	refs []pageRef
 	runs []fetchRun
+	// sized is the first page of the read not yet fed to the sizing
+	// estimators: a page planned again (its leader was cancelled) was
+	// counted once already.
+	sized int64
 }
 
 // sink receives the bytes of a read in offset order: into dst (Get),
@@ -131,6 +135,7 @@ func (c *Cache) read(ctx context.Context, obj Object, off, length int64, s *sink
 	st := c.states.Get().(*readState)
 	defer c.states.Put(st)
 	first, last := pageSpan(off, end, c.cfg.PageSize)
+	st.sized = first
 	for p := first; p <= last; {
 		next, err := c.readWindow(ctx, st, o, obj, off, end, p, last, s, &res)
 		if err != nil {
@@ -203,6 +208,10 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 			break
 		}
 		lo, hi := within(off, end, ps, p)
+		if p >= st.sized {
+			c.feedSizers(o, p)
+			st.sized = p + 1
+		}
 		r := c.plan(o, p, false, int64(hi-lo))
 		refs = append(refs, r)
 		if r.kind == refOwn {
@@ -351,11 +360,15 @@ func isContextErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// plan looks page p of o up and pins it, joins its flight, or starts one.
-// bytes is how much of the page the read wants (for the counters).
-func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64) pageRef {
-	pk := pageKey(o, p)
-	k := mix64(pk)
+// feedSizers records a read of page p of o in the sizing estimators
+// (Config.Sizer and PolicySizing's miniatures), once per page a read asks
+// for: a page planned again (a cancelled leader, a corrupt copy) is not
+// counted twice.
+func (c *Cache) feedSizers(o *object, p int64) {
+	if c.cfg.Sizer == nil && c.mini == nil {
+		return
+	}
+	k := mix64(pageKey(o, p))
 	if c.cfg.Sizer != nil && (c.skipSizer == nil || !c.skipSizer.Skip(k)) {
 		c.sizerMu.Lock()
 		c.cfg.Sizer.Access(k)
@@ -366,6 +379,13 @@ func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64) pageRef {
 		c.mini.Access(k)
 		c.miniMu.Unlock()
 	}
+}
+
+// plan looks page p of o up and pins it, joins its flight, or starts one.
+// bytes is how much of the page the read wants (for the counters).
+func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64) pageRef {
+	pk := pageKey(o, p)
+	k := mix64(pk)
 	sh := c.shardFor(k)
 	sh.mu.Lock()
 	if sh.closed {
