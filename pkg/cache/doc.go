@@ -84,14 +84,18 @@
 // # Sizing
 //
 // Stats estimates the hit ratio the cache would have at 0.25x, 0.5x, 2x
-// and 4x its page capacity two ways, both fed every page a read plans:
+// and 4x its page capacity two ways, both fed every page a read asks for
+// (once, even when a retry or a refetch plans it again):
 // Config.Sizer (a SHARDS estimator, package mrc) gives the LRU curve in
 // Stats.Sizing, and Config.PolicySizing runs miniature simulations of the
 // cache's own policy (mrc.Mini), anchored at the measured hit ratio, in
 // Stats.PolicySizing. The second is the one to size a cache by: the
 // default policy's hit ratio is often far from LRU's (scans, loops). After
 // a warm restart the miniatures are first filled with the re-indexed pages
-// (mrc.Mini.Warm), as the policies are.
+// (mrc.Mini.Warm), as the policies are. Neither takes a shard's lock: the
+// Sizer has one lock for the cache, taken only for the keys it samples
+// when it implements SkipSizer (mrc.Estimator does), and the miniatures
+// have their own, taken only for theirs.
 //
 // # Integrity, crash safety and warm restart
 //
