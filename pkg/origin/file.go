@@ -44,19 +44,22 @@ func (c *FileConfig) validate() error {
 // the kernel-level lookup keeps inside the root even if a link is swapped
 // between the check and the open.
 //
-// The version of a file is "<size>-<mtime ns>". ReadAt checks it on the
-// open file before and after reading, so a rewrite that moves the size or
-// mtime before or during the read is reported as ErrVersionChanged.
+// The version of a file is "<size>-<mtime ns>-<inode>-<ctime ns>" (on
+// Linux; elsewhere "<size>-<mtime ns>"). ReadAt checks it on the open file
+// before and after reading, so a rewrite that moves any of them before or
+// during the read is reported as ErrVersionChanged.
 //
-// What size+mtime cannot see: a write already in progress when the read
-// starts (the kernel stamps mtime when a write begins, not when it ends),
-// several writes within one tick of the kernel's coarse file clock, and a
-// replacement that restores the old mtime (cp -p, rsync -t) at the same
-// size. Data-lake writers replace files by writing a temporary file and
-// renaming it, which is always safe here: an open file keeps reading the
-// old inode, whose version is unchanged, and the next open sees the new
-// version. Rewriting files in place under a running cache is not
-// supported.
+// Data-lake writers replace files by writing a temporary file and renaming
+// it over the old one. That is always safe here: the new file is another
+// inode, so its version differs even when size and mtime do not (a
+// rename within one tick of the kernel's file clock, or on a file system
+// with 1- or 2-second timestamps); an open file keeps reading the old
+// inode, and the next open sees the new version. A replacement that
+// restores the old mtime (cp -p, rsync -t) moves ctime, which user space
+// cannot set. What the version cannot see: a write already in progress
+// when the read starts (the kernel stamps mtime when a write begins, not
+// when it ends) and several in-place writes within one tick of the file
+// clock. Rewriting files in place under a running cache is not supported.
 type FileStore struct {
 	root     string // cleaned absolute root, as configured
 	realRoot string // root with symlinks resolved
@@ -177,7 +180,7 @@ var testHookAfterRead func()
 
 // FileVersion formats the version of a file with the given info.
 func FileVersion(fi fs.FileInfo) string {
-	return strconv.FormatInt(fi.Size(), 10) + "-" + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
+	return strconv.FormatInt(fi.Size(), 10) + "-" + strconv.FormatInt(fi.ModTime().UnixNano(), 10) + fileIdentity(fi)
 }
 
 func (s *FileStore) info(uri string, f *os.File) (Info, error) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -210,6 +211,37 @@ func TestFileVersionChanges(t *testing.T) {
 	}
 	if _, err := f.store.ReadAt(ctx, info.URI, cur.Version, p, 0); !errors.Is(err, origin.ErrVersionChanged) {
 		t.Fatalf("after a 1ns mtime change: %v, want ErrVersionChanged", err)
+	}
+	if runtime.GOOS != "linux" {
+		return // elsewhere the version is size and mtime only
+	}
+	// Replaced by rename with a file of the same size and mtime, and then
+	// rewritten with its mtime restored (cp -p): new versions both times
+	// (a new inode; a new ctime, which user space cannot set).
+	cur, _ = f.store.Stat(ctx, info.URI)
+	if err := os.WriteFile(path+".tmp", randomBytes(44, len(f.data)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path+".tmp", touched, touched); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+	renamed, _ := f.store.Stat(ctx, info.URI)
+	if renamed.Version == cur.Version || !renamed.ModTime.Equal(cur.ModTime) {
+		t.Fatalf("replaced by rename: version %s (mtime %v), before %s (mtime %v); want a new version, the same mtime",
+			renamed.Version, renamed.ModTime, cur.Version, cur.ModTime)
+	}
+	time.Sleep(20 * time.Millisecond) // past a tick of the kernel's file clock
+	if err := os.WriteFile(path, randomBytes(45, len(f.data)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, touched, touched); err != nil {
+		t.Fatal(err)
+	}
+	if restored, _ := f.store.Stat(ctx, info.URI); restored.Version == renamed.Version {
+		t.Fatalf("rewritten in place with its mtime restored: version %s unchanged", restored.Version)
 	}
 }
 
