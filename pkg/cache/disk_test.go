@@ -245,6 +245,43 @@ func TestCorruptPageFeedsSizersOnce(t *testing.T) {
 	}
 }
 
+// Under the default VerifyFirstRead a running cache trusts the pages it
+// wrote, even after their bytes change on disk (and copies them to its RAM
+// tier); ViewVerified checks the disk page of every hit, so what it serves
+// (a peer's fill, which caches it elsewhere) is never the changed bytes.
+func TestViewVerified(t *testing.T) {
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/verified", "v", 2*testPage)
+	c := newDisk(t, org, t.TempDir(), 16, func(cfg *cache.Config) { cfg.MemoryBytes = 4 * testPage })
+	mustGet(t, c, obj, 0, obj.Size)
+	loc, _ := c.Locate(obj, 0)
+	flip(t, loc.Path, loc.Data+7)
+	for range 3 { // trusted: the changed byte is served, and copied to RAM
+		mustGet(t, c, obj, 0, obj.Size)
+	}
+	if st := c.Stats(); st.RAMPages == 0 || st.CorruptPages != 0 {
+		t.Fatalf("setup: %d RAM pages, %d corrupt; want copies in RAM, none detected", st.RAMPages, st.CorruptPages)
+	}
+	var got []byte
+	res, err := c.ViewVerified(context.Background(), obj, 0, obj.Size, func(p []byte) error {
+		got = append(got, p...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBytes(t, obj, 0, got)
+	if res.Misses[cache.MissCorrupt].Pages != 1 || res.HitPages != 1 || c.Stats().CorruptPages != 1 {
+		t.Fatalf("ViewVerified: %+v, %d corrupt; want page 0 a corrupt miss, page 1 a hit", res, c.Stats().CorruptPages)
+	}
+	got, _ = mustGet(t, c, obj, 0, obj.Size) // and the plain read is healed too
+	checkBytes(t, obj, 0, got)
+	if _, err := c.ViewVerified(context.Background(), obj, 0, 1, nil); !errors.Is(err, cache.ErrInvalidRange) {
+		t.Fatalf("nil callback: %v, want ErrInvalidRange", err)
+	}
+	checkInv(t, c)
+}
+
 // With VerifyAlways, corruption under a running cache is caught too.
 func TestCorruptionVerifyAlways(t *testing.T) {
 	dir := t.TempDir()

@@ -51,6 +51,9 @@ type sink struct {
 	dst []byte
 	fn  func([]byte) error
 	n   int
+	// verify checks every cached page the read serves against its
+	// checksum, whatever Config.Verify says (ViewVerified).
+	verify bool
 }
 
 func (s *sink) put(p []byte) error {
@@ -97,6 +100,22 @@ func (c *Cache) View(ctx context.Context, obj Object, off, length int64, fn func
 		return ReadResult{}, fmt.Errorf("%w: nil View callback", ErrInvalidRange)
 	}
 	s := sink{fn: fn}
+	return c.read(ctx, obj, off, length, &s)
+}
+
+// ViewVerified is View, but it checks the data checksum of every cached
+// page it serves, as Config.Verify = VerifyAlways does for every read, and
+// serves the disk page rather than its RAM-tier copy. It is for bytes
+// that leave this process to be cached elsewhere, such as a peer's fill:
+// there a page that changed on disk after this process wrote it (which
+// VerifyFirstRead trusts) would outlive the repair of its source. A page
+// that fails is counted corrupt, dropped and refetched, as on any read.
+// Reads of a RAM-only cache (no Dir) have nothing to check.
+func (c *Cache) ViewVerified(ctx context.Context, obj Object, off, length int64, fn func(p []byte) error) (ReadResult, error) {
+	if fn == nil {
+		return ReadResult{}, fmt.Errorf("%w: nil View callback", ErrInvalidRange)
+	}
+	s := sink{fn: fn, verify: true}
 	return c.read(ctx, obj, off, length, &s)
 }
 
@@ -212,7 +231,7 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 			c.feedSizers(o, p)
 			st.sized = p + 1
 		}
-		r := c.plan(o, p, false, int64(hi-lo))
+		r := c.plan(o, p, false, int64(hi-lo), s.verify)
 		refs = append(refs, r)
 		if r.kind == refOwn {
 			run++
@@ -223,13 +242,13 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 	// Verify unverified hits now, so a corrupt page joins the fetch.
 	for i := range refs {
 		r := &refs[i]
-		if r.kind != refHit || r.ram != 0 || c.verified(r.slot) {
+		if r.kind != refHit || r.ram != 0 || c.verified(r.slot, s.verify) {
 			continue
 		}
 		lo, hi := within(off, end, ps, r.page)
 		c.dropCorrupt(o, r.page, r.slot, int64(hi-lo))
 		c.slots[r.slot].pins.Add(-1)
-		*r = c.plan(o, r.page, true, int64(hi-lo))
+		*r = c.plan(o, r.page, true, int64(hi-lo), s.verify)
 	}
 	st.refs = refs
 	runs := st.runs[:0]
@@ -382,8 +401,10 @@ func (c *Cache) feedSizers(o *object, p int64) {
 }
 
 // plan looks page p of o up and pins it, joins its flight, or starts one.
-// bytes is how much of the page the read wants (for the counters).
-func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64) pageRef {
+// bytes is how much of the page the read wants (for the counters). A hit
+// pins the page's RAM-tier copy if it has one, unless noRAM (a verified
+// read checks the disk page, which holds the checksum).
+func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64, noRAM bool) pageRef {
 	pk := pageKey(o, p)
 	k := mix64(pk)
 	sh := c.shardFor(k)
@@ -398,7 +419,7 @@ func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64) pageRef {
 			sh.st.hitPages++
 			sh.st.hitBytes += bytes
 			ref := pageRef{kind: refHit, page: p, slot: slot}
-			if c.ram != nil {
+			if c.ram != nil && !noRAM {
 				if ref.ram = c.ram.pin(m); ref.ram == 0 {
 					m.hits = min(m.hits+1, 255)
 					ref.promote = m.hits >= 2
@@ -442,10 +463,10 @@ func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64) pageRef {
 // verified checks the pinned slot's checksum if it has not been checked
 // yet (or always, with VerifyAlways) and reports whether the page is good.
 // The first read of a disk slot also maps it in one call (populate).
-func (c *Cache) verified(slot uint32) bool {
+func (c *Cache) verified(slot uint32, always bool) bool {
 	m := &c.slots[slot]
 	f := m.flags.Load()
-	if f&flagVerified != 0 && !c.verifyAlways {
+	if f&flagVerified != 0 && !c.verifyAlways && !always {
 		return true
 	}
 	if f&flagPopulated == 0 {

@@ -60,6 +60,13 @@ var (
 	// (chunks out of order, a missing or inconsistent summary). The read
 	// continues from the origin; the error is only logged and counted.
 	ErrPeer = errors.New("node: peer protocol error")
+	// ErrPeerVersion (wrapping ErrPeer): a peer's summary named another
+	// version of the object than the one asked for (a peer that ignored
+	// ExpectedVersion), after its bytes arrived. A fill drops those bytes
+	// and continues from another owner or the origin; a read that already
+	// passed them on fails (gRPC UNAVAILABLE), since they cannot be taken
+	// back.
+	ErrPeerVersion = fmt.Errorf("%w: the peer served another version", ErrPeer)
 )
 
 // Membership is what a node needs from cluster membership.

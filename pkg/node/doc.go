@@ -32,7 +32,10 @@
 //     one failure, not one per block, until the gossip declares it dead; a
 //     peer whose handler answered with an error is not skipped. NOT_FOUND,
 //     FAILED_PRECONDITION and OUT_OF_RANGE from a peer are about the object
-//     and end the read.
+//     and end the read. A peer whose final summary names another version
+//     than the one asked for (it ignored ExpectedVersion) has already sent
+//     bytes that cannot be taken back: the read fails with ErrPeerVersion
+//     (UNAVAILABLE), and a replica's fill drops them (below).
 //
 // Every piece of one read comes from one version of the object: local
 // pages are keyed by version, peers are asked for that version, and origin
@@ -76,7 +79,13 @@
 //     A peer's answer about the object (version changed, not found, out of
 //     range) fails the fill like an origin error would: the version rule
 //     above applies, so a replica never caches or mixes bytes of another
-//     version.
+//     version. Bytes a peer sent under a summary of another version
+//     (ErrPeerVersion) are dropped, and the fill continues from the next
+//     node or the origin.
+//   - A peer read is served with cache.ViewVerified: every page's checksum
+//     is checked whatever Config.CacheVerifyAlways says, since the reader
+//     may cache the bytes (a page changed on disk under this process,
+//     which the default mode trusts, would outlive its own repair there).
 //   - A peer read is served from the receiver's cache, which fills from
 //     the origin even when the receiver is a replica: requests from other
 //     nodes are never sent on, which keeps fills loop-free whatever the

@@ -92,6 +92,9 @@ func (n *Node) fillThrough(ctx context.Context, rt *fillRoute, obj cache.Object,
 			segs = layout(segs, start, s)
 			break
 		}
+		if errors.Is(err, ErrPeerVersion) {
+			k, got = 0, start // another version's bytes: drop them, read them elsewhere
+		}
 		if k > 0 {
 			segs = append(segs, fillSeg{lo: start, hi: start + int(k), src: srcPeer})
 		}

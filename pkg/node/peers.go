@@ -201,7 +201,11 @@ func (p *peerPool) read(ctx context.Context, m membership.Member, obj cache.Obje
 		idle.Reset(p.idle)
 		if resp.Summary != nil {
 			s := readpath.FromProto(resp.Summary)
-			if s.Bytes != got || got != want || s.Version != obj.Version || s.Check() != nil {
+			if s.Version != obj.Version {
+				return got, sum, fmt.Errorf("%w: %s sent %d bytes of version %s, asked for version %s",
+					ErrPeerVersion, m.ID, got, s.Version, obj.Version)
+			}
+			if s.Bytes != got || got != want || s.Check() != nil {
 				return got, sum, fmt.Errorf("%w: %s summary says %d bytes of version %s (checked: %v), got %d of %d of version %s",
 					ErrPeer, m.ID, s.Bytes, s.Version, s.Check(), got, want, obj.Version)
 			}

@@ -233,8 +233,12 @@ func (n *Node) readVersion(ctx context.Context, req readpath.Request, info origi
 		var err error
 		switch {
 		case local && len(owners) == 0:
+			view := n.cache.View
+			if req.Peer {
+				view = n.cache.ViewVerified // the peer may cache what it gets: check every page
+			}
 			var r cache.ReadResult
-			r, err = n.cache.View(ctx, obj, off, runEnd-off, emit)
+			r, err = view(ctx, obj, off, runEnd-off, emit)
 			s = localSummary(r)
 		case local:
 			s, err = n.viewRouted(ctx, view, slices.Clone(owners), obj, off, runEnd-off, emit)
@@ -266,8 +270,8 @@ func (n *Node) readRemote(ctx context.Context, view *membership.View, owners []r
 		if err == nil {
 			return sum, nil
 		}
-		if !peerFault(ctx, err) {
-			return sum, err
+		if !peerFault(ctx, err) || (got > 0 && errors.Is(err, ErrPeerVersion)) {
+			return sum, err // the bytes of another version went out: the read must fail
 		}
 		n.log.Warn("peer read failed; continuing without it", "peer", m.ID, "addr", m.GRPCAddr,
 			"uri", obj.URI, "at", off, "err", err)

@@ -1,0 +1,86 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	"github.com/locuscache/locus/pkg/readpath"
+	cachev1 "github.com/locuscache/locus/proto/cache/v1"
+)
+
+// otherVersionPeer serves other's bytes at the right offsets and length
+// and a summary naming version "other": a peer that ignored
+// ExpectedVersion (an older or broken node).
+func otherVersionPeer(other []byte) *fakePeer {
+	return &fakePeer{readRange: func(req *cachev1.ReadRangeRequest, s grpc.ServerStreamingServer[cachev1.ReadRangeResponse]) error {
+		end := min(int64(len(other)), req.Offset+req.Length)
+		for off := req.Offset; off < end; off += tPage {
+			if err := s.Send(&cachev1.ReadRangeResponse{Msg: &cachev1.ReadRangeResponse_Chunk{Chunk: &cachev1.Chunk{
+				Offset: off, Data: other[off:min(end, off+tPage)]}}}); err != nil {
+				return err
+			}
+		}
+		sum := readpath.Summary{Bytes: end - req.Offset, LocalHitBytes: end - req.Offset, Version: "other", ObjectSize: int64(len(other))}
+		return s.Send(&cachev1.ReadRangeResponse{Msg: &cachev1.ReadRangeResponse_Summary{Summary: sum.ToProto()}})
+	}}
+}
+
+// TestPeerServesAnotherVersion: a peer's summary that names another
+// version than the one asked for is known only after its bytes arrived. A
+// read that passed them on fails (UNAVAILABLE, ErrPeerVersion) rather than
+// succeed with them; a replica's fill drops them and reads the block from
+// the origin, so it never caches them.
+func TestPeerServesAnotherVersion(t *testing.T) {
+	const size = 12 * tBlock
+	data, other := randBytes(61, size), randBytes(62, size)
+	uri := "s3://bkt/other-version"
+
+	t.Run("read through the peer", func(t *testing.T) {
+		c := newTCluster(t, tclusterOpts{n: 1, repl: 1})
+		c.addMember("zz-peer", startFakePeer(t, otherVersionPeer(other)))
+		c.mem.Put(uri, data)
+		b := blocksOf(c, uri, 0, size, "zz-peer")
+		if len(b) == 0 {
+			t.Fatal("setup: the peer owns no block")
+		}
+		off := b[0] * tBlock
+		got, _, err := read(t, c.nodes[0], readpath.Request{URI: uri, Offset: off, Length: tBlock})
+		if err == nil {
+			t.Fatalf("read succeeded (bytes are the origin's: %v); want ErrPeerVersion", bytes.Equal(got, data[off:off+tBlock]))
+		}
+		if !errors.Is(err, ErrPeerVersion) || Code(err) != codes.Unavailable {
+			t.Fatalf("read: %v (code %v), want ErrPeerVersion, UNAVAILABLE", err, Code(err))
+		}
+	})
+
+	t.Run("replica fill", func(t *testing.T) {
+		c := newTCluster(t, tclusterOpts{n: 1, repl: 2})
+		c.addMember("zz-peer", startFakePeer(t, otherVersionPeer(other)))
+		c.mem.Put(uri, data)
+		var blk int64 = -1 // a block whose list is [zz-peer, n0]: n0 fills from the peer
+		for b := int64(0); b < size/tBlock; b++ {
+			o := c.nodes[0].View().Ring.Owners(ringKey(uri, b), 2)
+			if len(o) == 2 && o[0].ID == "zz-peer" && o[1].ID == "n0" {
+				blk = b
+				break
+			}
+		}
+		if blk < 0 {
+			t.Fatal("setup: no block with the peer first and n0 second")
+		}
+		off := blk * tBlock
+		for i := range 2 {
+			got, s, err := read(t, c.nodes[0], readpath.Request{URI: uri, Offset: off, Length: tBlock})
+			if err != nil || !bytes.Equal(got, data[off:off+tBlock]) {
+				t.Fatalf("read %d of the replica's block: %v, bytes of the asked version: %v", i+1, err, bytes.Equal(got, data[off:off+tBlock]))
+			}
+			if i == 1 && s.LocalHitBytes != tBlock {
+				t.Fatalf("second read: %d local hit bytes, want the block (%d) cached from the origin", s.LocalHitBytes, tBlock)
+			}
+		}
+	})
+}
