@@ -29,13 +29,22 @@ var ErrOwnerUnavailable = errors.New("node: no owner of the block is reachable")
 // in .parquet or .parq, or when it starts and ends with the Parquet magic;
 // its footer is read through the cluster cache and kept in the node's
 // footer cache under (URI, version). A footer that does not parse makes the
-// object non-Parquet (logged), not an error.
+// object non-Parquet (logged), not an error. An object that changes while
+// its footer is read (the stat entry was stale) is stat'ed again and read
+// once more, as Read starts over.
 func (n *Node) StatParquet(ctx context.Context, uri string) (origin.Info, *parquetx.Footer, error) {
 	info, err := n.Stat(ctx, uri)
 	if err != nil {
 		return info, nil, err
 	}
 	f, err := n.footer(ctx, info)
+	if err != nil && isVersionChanged(err) {
+		n.stats.Invalidate(uri)
+		if info, err = n.Stat(ctx, uri); err != nil {
+			return info, nil, err
+		}
+		f, err = n.footer(ctx, info)
+	}
 	if err != nil {
 		if errors.Is(err, parquetx.ErrNotParquet) || errors.Is(err, parquetx.ErrCorrupt) ||
 			errors.Is(err, parquetx.ErrEncrypted) || errors.Is(err, parquetx.ErrUnsupported) {
