@@ -336,6 +336,15 @@ func TestDiskFullAtStart(t *testing.T) {
 		t.Fatalf("stats on a full disk: degraded %v (%q), %d disk bytes", st.Degraded, st.DegradedReason, st.DiskBytes)
 	}
 	t.Logf("degraded: %s; %d slots", st.DegradedReason, st.CapacityPages)
+	// The cache stops short of the disk's end: it keeps 5% free for the
+	// rest of the machine rather than filling the file system.
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if free := int64(fs.Bavail) * int64(fs.Bsize); free < (2<<20)/20 {
+		t.Fatalf("%d bytes free after New on a 2 MiB file system: the cache filled the disk", free)
+	}
 	for i := 0; i < 2; i++ {
 		got, _ := mustGet(t, c, obj, 0, obj.Size)
 		checkBytes(t, obj, 0, got)

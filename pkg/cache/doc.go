@@ -131,7 +131,11 @@
 //
 // If the disk is too full to preallocate every slab, New keeps the slabs
 // that fit and caches on them, or runs with none and passes every read
-// through to the origin;
+// through to the origin. It asks the file system first and stops short of
+// its end: the slabs may use the free space (and that of the slab files
+// already there) less 5% of the file system, at most 1 GiB, so a capacity
+// larger than the disk never fills it for the rest of the machine;
+// preallocation failing with ENOSPC or EDQUOT (quotas) stops it too;
 // if a slab write fails later, the cache stops storing new pages and keeps
 // serving the cached ones and the origin. Stats.Degraded and DegradedReason
 // say so. A cache directory that is a file or is not writable is a
