@@ -290,10 +290,3 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// capacityBytes is the cache capacity the node announces.
-func (c *Config) capacityBytes() int64 {
-	if c.CacheDir != "" {
-		return c.CacheSize
-	}
-	return c.MemorySize
-}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -244,5 +245,52 @@ func TestReplicationMismatch(t *testing.T) {
 	}
 	if ms := c.Nodes[0].View().Members; len(ms) != 1 {
 		t.Fatalf("the misfit got in: %d members", len(ms))
+	}
+}
+
+// TestJoinInterrupted: a node still retrying its seeds when its context is
+// cancelled (SIGTERM during start-up) stops with context.Canceled and says
+// it was interrupted, not that the join timed out.
+func TestJoinInterrupted(t *testing.T) {
+	mem := origintest.NewMemStore()
+	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: mem})
+	cfg := c.Config(t, 1, "127.0.0.1:1") // nothing listens there
+	cfg.JoinTimeout = time.Minute
+	n, err := node.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Abort()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	began := time.Now()
+	err = n.Start(ctx)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted while joining") {
+		t.Fatalf("Start cancelled while joining: %v, want context.Canceled, \"interrupted while joining\"", err)
+	}
+	if d := time.Since(began); d > 10*time.Second {
+		t.Fatalf("Start returned %v after the cancel", d)
+	}
+}
+
+// TestAnnouncedCapacity: a node announces the capacity its cache has, not
+// the one configured: a disk too small for one slab leaves a pass-through
+// cache, announced as 0 bytes (so the ring and the scheduler do not show a
+// cache that is not there).
+func TestAnnouncedCapacity(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a 64 KiB tmpfs (%v: %s)", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: origintest.NewMemStore(), Mutate: func(_ int, cfg *node.Config) {
+		cfg.CacheDir, cfg.CacheSize = dir, 64<<20
+	}})
+	m, ok := c.Nodes[0].View().Member(c.Nodes[0].ID())
+	if !ok {
+		t.Fatal("the node is not in its own view")
+	}
+	if st := c.Nodes[0].CacheStats(); st.Mode != "pass-through" || m.CapacityBytes != 0 {
+		t.Fatalf("cache mode %q, announced capacity %d; want pass-through, 0", st.Mode, m.CapacityBytes)
 	}
 }

@@ -152,12 +152,16 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 
+	// The capacity announced is what the cache holds: less than the
+	// configured size by the slabs' headers, less again if the disk could
+	// not hold every slab, 0 for a cache that passes reads through.
+	capacity := n.cache.Stats().CapacityBytes
 	n.members = cfg.Membership
 	if n.members == nil {
 		n.gossip, err = membership.New(membership.Config{
 			Meta: membership.NodeMeta{
 				ID: cfg.ID, Rack: cfg.Rack, GRPCAddr: n.grpcAddr, HTTPAddr: n.httpAddr,
-				Slots: cfg.Slots, CapacityBytes: cfg.capacityBytes(), State: membership.StateAlive,
+				Slots: cfg.Slots, CapacityBytes: capacity, State: membership.StateAlive,
 				BlockSize: cfg.BlockSize, PageSize: int64(cfg.PageSize),
 				Replication: cfg.Replication,
 			},
@@ -226,7 +230,7 @@ func New(cfg Config) (_ *Node, err error) {
 		draining:  n.Draining,
 		ready:     n.Ready,
 		members:   func() int { return len(n.members.View().Members) },
-		capacity:  cfg.capacityBytes(),
+		capacity:  capacity,
 		blockSize: cfg.BlockSize,
 	})
 	return n, nil
@@ -303,6 +307,9 @@ func (n *Node) join(ctx context.Context) error {
 		n.log.Warn("join failed; retrying", "seeds", n.cfg.Join, "err", err)
 		select {
 		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), context.Canceled) {
+				return fmt.Errorf("node: interrupted while joining %v: %w", n.cfg.Join, context.Canceled)
+			}
 			return fmt.Errorf("node: could not join %v within %v: %w", n.cfg.Join, n.cfg.JoinTimeout, err)
 		case <-n.done:
 			return ErrStopped
@@ -397,9 +404,13 @@ func (n *Node) Drain(ctx context.Context) error {
 	n.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	n.health.SetServingStatus(ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
 	t0 := time.Now()
-	if err := n.members.SetState(ctx, membership.StateDraining); err != nil {
+	// As Leave's in Stop, the broadcast waits for a peer to carry it: bound
+	// it, or a whole cluster stopping at once spends the drain on it.
+	sctx, scancel := context.WithTimeout(ctx, membership.DefaultBroadcastTimeout)
+	if err := n.members.SetState(sctx, membership.StateDraining); err != nil {
 		n.log.Warn("announcing draining", "err", err)
 	}
+	scancel()
 	n.log.Info("draining", "inflight", n.Inflight())
 	wctx, cancel := context.WithTimeout(ctx, n.cfg.DrainTimeout)
 	defer cancel()

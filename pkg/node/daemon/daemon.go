@@ -18,6 +18,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -208,6 +209,10 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 	nodeRef.Store(n)
 	if err := n.Start(ctx); err != nil {
 		n.Abort()
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			log.Info("signal received while starting; stopped", "err", err)
+			return nil
+		}
 		return err
 	}
 	var serveErr error
