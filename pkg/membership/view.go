@@ -29,8 +29,8 @@ type Member struct {
 // must check Member.Placeable before placing a task. Observers are listed in
 // Members but never own ring ranges.
 type View struct {
-	// Epoch fingerprints the ring's membership: a 64-bit FNV-1a hash of the
-	// sorted ring members' ids, racks and weights. It is a deterministic
+	// Epoch fingerprints the ring's membership: a 53-bit FNV-1a hash of the
+	// sorted ring members' ids, racks and weights (exact as a JSON number). It is a deterministic
 	// function of that membership, not a counter, so two members that see
 	// the same ring members compute the same Epoch on their own: equal
 	// epochs mean equal rings (given the same Config.Ring everywhere, which
@@ -176,9 +176,14 @@ func ringNodes(members []Member) []ring.Node {
 	return nodes
 }
 
+// maxEpoch keeps epochs within 53 bits: the scheduler's JSON carries the
+// epoch as a number, and JavaScript, jq and any reader that decodes JSON
+// numbers as doubles read integers above 2^53 inexactly.
+const maxEpoch = 1<<53 - 1
+
 // ringEpoch fingerprints nodes (sorted by id): FNV-1a 64 over each node's
-// length-prefixed id, length-prefixed rack and weight bits. 0 for no nodes;
-// a non-empty membership never gets 0.
+// length-prefixed id, length-prefixed rack and weight bits, its low 53 bits
+// (maxEpoch). 0 for no nodes; a non-empty membership never gets 0.
 func ringEpoch(nodes []ring.Node) uint64 {
 	if len(nodes) == 0 {
 		return 0
@@ -194,7 +199,7 @@ func ringEpoch(nodes []ring.Node) uint64 {
 		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(n.Weight))
 		h.Write(buf)
 	}
-	if e := h.Sum64(); e != 0 {
+	if e := h.Sum64() & maxEpoch; e != 0 {
 		return e
 	}
 	return 1
