@@ -87,6 +87,9 @@ func newMetrics() *metrics {
 	m.peerServed.WithLabelValues("origin")
 	m.readDuration.WithLabelValues("client")
 	m.readDuration.WithLabelValues("peer")
+	for _, op := range []string{"stat", "read", "list"} {
+		m.originRequests.WithLabelValues(op, "ok") // DESIGN's metric is there from the first scrape
+	}
 	m.reg.MustRegister(m.bytesRead, m.peerServed, m.readDuration, m.reads, m.originRequests, m.originAttempts, m.peerReads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -151,3 +151,28 @@ func TestPromtoolMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsBeforeAnyRead: a node that has served nothing yet exports
+// every metric DESIGN.md names, so dashboards and alerts see the series
+// from the first scrape.
+func TestMetricsBeforeAnyRead(t *testing.T) {
+	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: origintest.NewMemStore()})
+	resp, err := c.HTTPClient().Get(c.HTTPURL(0) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("scrape: %d %v", resp.StatusCode, err)
+	}
+	for _, name := range []string{
+		"locus_cache_hits_total", "locus_cache_misses_total", "locus_cache_bytes_read_total",
+		"locus_cache_used_bytes", "locus_cache_capacity_bytes", "locus_cache_evictions_total",
+		"locus_read_duration_seconds", "locus_origin_requests_total",
+	} {
+		if !bytes.Contains(body, []byte("\n# TYPE "+name+" ")) {
+			t.Errorf("a fresh node's scrape has no %s", name)
+		}
+	}
+}
