@@ -38,7 +38,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	waitAlive(t, c, 1, 10*time.Second)
 	ctx := context.Background()
 	for i := range 4 {
-		pl, err := c.Place(ctx, schedapi.PlaceRequest{Job: "ui-job", Task: fmt.Sprint(i), Split: sp(fmt.Sprint("s3://b/", i))})
+		pl, err := c.Place(ctx, schedapi.PlaceRequest{Job: "ui-job", Task: fmt.Sprint(i), Split: sp(fmt.Sprint("s3://bkt/", i))})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,7 +42,7 @@ func TestStandardTools(t *testing.T) {
 	waitAlive(t, c, 1, 10*time.Second)
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
-		pl, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: fmt.Sprint(i), Split: sp(fmt.Sprint("s3://b/", i))})
+		pl, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: fmt.Sprint(i), Split: sp(fmt.Sprint("s3://bkt/", i))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestTLSAndToken(t *testing.T) {
 	c := p.Client()
 	waitAlive(t, c, 1, 10*time.Second)
 	ctx := context.Background()
-	req := schedapi.PlaceRequest{Job: "j", Task: "t", Split: sp("s3://b/k")}
+	req := schedapi.PlaceRequest{Job: "j", Task: "t", Split: sp("s3://bkt/k")}
 	if _, err := c.Place(ctx, req); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("place without token: %v, want 401", err)
 	}

@@ -57,22 +57,22 @@ func TestSchedulerCalls(t *testing.T) {
 	sc := newSched(t, client.SchedulerConfig{URL: "http://" + s.HTTPAddr(), Token: "sekrit"})
 	ctx := context.Background()
 
-	p, err := sc.Place(ctx, "job1", "t1", sp("s3://b/k1"), client.NoWait)
+	p, err := sc.Place(ctx, "job1", "t1", sp("s3://bkt/k1"), client.NoWait)
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := views.View().Ring.Owner(mustKey(t, "s3://b/k1")).ID
+	owner := views.View().Ring.Owner(mustKey(t, "s3://bkt/k1")).ID
 	if !p.Placed() || p.Task != "t1" || p.Locality != "DATA_LOCAL" || p.Node != owner || p.Owner != owner ||
 		p.Address != owner+".test:7070" || p.HTTPAddress != owner+".test:7080" || p.RingEpoch != views.View().Epoch {
 		t.Errorf("placement %+v; want t1 DATA_LOCAL on its owner %s with its addresses and epoch", p, owner)
 	}
 
-	_, err = sc.Place(ctx, "job1", "t1", sp("s3://b/k1"), client.NoWait)
+	_, err = sc.Place(ctx, "job1", "t1", sp("s3://bkt/k1"), client.NoWait)
 	var se *client.SchedulerError
 	if !errors.Is(err, client.ErrConflict) || !errors.As(err, &se) || se.Status != http.StatusConflict || !strings.Contains(se.Message, "already") {
 		t.Errorf("placing t1 twice: %v; want a 409 wrapping ErrConflict with the server's message", err)
 	}
-	_, err = sc.Place(ctx, "job1", "t2", client.Split{URI: "s3://b/k", Offset: -1, Length: 5}, client.NoWait)
+	_, err = sc.Place(ctx, "job1", "t2", client.Split{URI: "s3://bkt/k", Offset: -1, Length: 5}, client.NoWait)
 	if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "negative split offset -1") {
 		t.Errorf("negative offset: %v; want ErrBadRequest naming the offset", err)
 	}
@@ -81,7 +81,7 @@ func TestSchedulerCalls(t *testing.T) {
 	}
 
 	noToken := newSched(t, client.SchedulerConfig{URL: s.HTTPAddr()}) // bare host:port
-	if _, err := noToken.Place(ctx, "job1", "t3", sp("s3://b/k3"), client.NoWait); !errors.Is(err, client.ErrUnauthorized) {
+	if _, err := noToken.Place(ctx, "job1", "t3", sp("s3://bkt/k3"), client.NoWait); !errors.Is(err, client.ErrUnauthorized) {
 		t.Errorf("no token: %v; want ErrUnauthorized", err)
 	}
 	if _, err := noToken.Ring(ctx); err != nil {
@@ -158,7 +158,7 @@ func TestSchedulerBatch(t *testing.T) {
 
 	var tasks []client.BatchTask
 	for i := range 8 {
-		tasks = append(tasks, client.BatchTask{Task: fmt.Sprintf("t%d", i), Split: sp(fmt.Sprintf("s3://b/%d", i))})
+		tasks = append(tasks, client.BatchTask{Task: fmt.Sprintf("t%d", i), Split: sp(fmt.Sprintf("s3://bkt/%d", i))})
 	}
 	ps, err := sc.PlaceBatch(ctx, "stage", tasks, 50*time.Millisecond)
 	if err != nil {
@@ -212,7 +212,7 @@ func TestSchedulerUnavailable(t *testing.T) {
 	ctx := context.Background()
 	empty := startScheduler(t, schedulertest.NewViews(t), nil)
 	sc := newSched(t, client.SchedulerConfig{URL: "http://" + empty.HTTPAddr()})
-	_, err := sc.Place(ctx, "j", "t", sp("s3://b/k"), client.NoWait)
+	_, err := sc.Place(ctx, "j", "t", sp("s3://bkt/k"), client.NoWait)
 	if !errors.Is(err, client.ErrNoNode) || !errors.Is(err, client.ErrSchedulerUnavailable) || errors.Is(err, client.ErrNotLeader) {
 		t.Errorf("no cache node: %v; want ErrNoNode (and ErrSchedulerUnavailable)", err)
 	}
@@ -233,11 +233,11 @@ func TestSchedulerUnavailable(t *testing.T) {
 	views := schedulertest.NewViews(t, schedulertest.Node("n1", "r1", 1))
 	s := startScheduler(t, views, nil)
 	sc = newSched(t, client.SchedulerConfig{URL: "http://" + s.HTTPAddr(), Timeout: 300 * time.Millisecond})
-	if _, err := sc.Place(ctx, "j", "t1", sp("s3://b/1"), client.NoWait); err != nil {
+	if _, err := sc.Place(ctx, "j", "t1", sp("s3://bkt/1"), client.NoWait); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err = sc.Place(ctx, "j", "t2", sp("s3://b/2"), client.NoWait)
+	_, err = sc.Place(ctx, "j", "t2", sp("s3://bkt/2"), client.NoWait)
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
 		t.Errorf("queued past the timeout: %v after %v; want context.DeadlineExceeded after about 300ms", err, time.Since(start))
 	}
@@ -266,7 +266,7 @@ func TestSchedulerFollowLeader(t *testing.T) {
 	ctx := context.Background()
 
 	plain := newSched(t, client.SchedulerConfig{URL: "http://" + ss[1].HTTPAddr()})
-	_, err := plain.Place(ctx, "j", "t1", sp("s3://b/1"), client.NoWait)
+	_, err := plain.Place(ctx, "j", "t1", sp("s3://bkt/1"), client.NoWait)
 	var se *client.SchedulerError
 	if !errors.Is(err, client.ErrNotLeader) || !errors.As(err, &se) || se.Leader != ss[0].HTTPAddr() {
 		t.Fatalf("place on the follower: %v; want ErrNotLeader naming %s", err, ss[0].HTTPAddr())
@@ -276,7 +276,7 @@ func TestSchedulerFollowLeader(t *testing.T) {
 	}
 
 	follow := newSched(t, client.SchedulerConfig{URL: "http://" + ss[1].HTTPAddr(), FollowLeader: true})
-	p, err := follow.Place(ctx, "j", "t1", sp("s3://b/1"), client.NoWait)
+	p, err := follow.Place(ctx, "j", "t1", sp("s3://bkt/1"), client.NoWait)
 	if err != nil || !p.Placed() {
 		t.Fatalf("place with FollowLeader: %+v, %v", p, err)
 	}
@@ -308,7 +308,7 @@ func TestSchedulerRedirectLoop(t *testing.T) {
 	b = httptest.NewServer(handler(&a))
 	defer b.Close()
 	sc := newSched(t, client.SchedulerConfig{URL: a.URL, FollowLeader: true})
-	_, err := sc.Place(context.Background(), "j", "t", sp("s3://b/k"), client.NoWait)
+	_, err := sc.Place(context.Background(), "j", "t", sp("s3://bkt/k"), client.NoWait)
 	if !errors.Is(err, client.ErrNotLeader) || hops != client.MaxLeaderHops+1 {
 		t.Errorf("redirect loop: %v after %d requests; want ErrNotLeader after %d", err, hops, client.MaxLeaderHops+1)
 	}
@@ -341,7 +341,7 @@ func TestPlaceTimeoutCoversBothWaits(t *testing.T) {
 	}))
 	defer srv.Close()
 	sc := newSched(t, client.SchedulerConfig{URL: srv.URL, Timeout: timeout})
-	if _, err := sc.Place(context.Background(), "j", "t", sp("s3://b/k"), wait); err != nil {
+	if _, err := sc.Place(context.Background(), "j", "t", sp("s3://bkt/k"), wait); err != nil {
 		t.Fatalf("Place answered after %v with Timeout %v and wait %v: %v; want the answer", answerAfter, timeout, wait, err)
 	}
 }

@@ -289,4 +289,3 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
-

@@ -11,6 +11,7 @@ import (
 
 	"github.com/locuscache/locus/pkg/cache"
 	"github.com/locuscache/locus/pkg/membership"
+	"github.com/locuscache/locus/pkg/objuri"
 	"github.com/locuscache/locus/pkg/origin"
 	"github.com/locuscache/locus/pkg/readpath"
 	"github.com/locuscache/locus/pkg/ring"
@@ -83,19 +84,7 @@ func (n *Node) List(ctx context.Context, prefix string, fn func(origin.Info) err
 }
 
 // checkURI refuses URIs that are malformed, not canonical, or a prefix.
-func checkURI(uri string) error {
-	u, err := origin.ParseURI(uri)
-	if err != nil {
-		return err
-	}
-	if u.IsPrefix() {
-		return fmt.Errorf("%w: %q names a prefix, not an object", origin.ErrInvalidURI, uri)
-	}
-	if s := u.String(); s != uri {
-		return fmt.Errorf("%w: %q is not canonical (%q)", origin.ErrInvalidURI, uri, s)
-	}
-	return nil
-}
+func checkURI(uri string) error { return objuri.CheckObject(uri) }
 
 // statVersion stats uri and, when want is set and differs from what the
 // stat cache says, asks the origin again once (the entry may be stale in

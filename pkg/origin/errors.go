@@ -1,6 +1,10 @@
 package origin
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/locuscache/locus/pkg/objuri"
+)
 
 // Sentinel errors. Every error a Store returns wraps at most one of these
 // (plus the underlying cause, for logs); compare with errors.Is.
@@ -22,14 +26,17 @@ var (
 	ErrVersionChanged = errors.New("origin: object version changed")
 
 	// ErrInvalidURI: the URI is malformed or not canonical (see ParseURI).
-	ErrInvalidURI = errors.New("origin: invalid URI")
+	// It is objuri.ErrInvalidURI.
+	ErrInvalidURI = objuri.ErrInvalidURI
 
 	// ErrOutsideRoot: a file:// URI names a path outside the configured
-	// root, directly, through "..", or through a symbolic link.
-	ErrOutsideRoot = errors.New("origin: path outside the file root")
+	// root, directly, through "..", or through a symbolic link. It is
+	// objuri.ErrOutsideRoot.
+	ErrOutsideRoot = objuri.ErrOutsideRoot
 
-	// ErrUnsupportedScheme: no store is configured for the URI's scheme.
-	ErrUnsupportedScheme = errors.New("origin: unsupported URI scheme")
+	// ErrUnsupportedScheme: no store is configured for the URI's scheme. It
+	// is objuri.ErrUnsupportedScheme.
+	ErrUnsupportedScheme = objuri.ErrUnsupportedScheme
 
 	// ErrRange: a read asked for a negative offset. Reads at or past the end
 	// of an object are not errors of this kind: they return io.EOF, as

@@ -122,16 +122,16 @@ func (nopCloser) Close() error { return nil }
 func bodyOf(b []byte) nopCloser { return nopCloser{bytes.NewReader(b)} }
 
 var decodeSeeds = []string{
-	`{"job":"j","task":"t","split":{"uri":"s3://b/k","offset":0,"length":1048576},"wait_ms":0}`,
-	`{"job":"j","tasks":[{"task":"a","split":{"uri":"u","offset":5,"length":10}},{"task":"b","split":{"uri":"u","offset":0,"length":1}}],"wait_ms":-1}`,
+	`{"job":"j","task":"t","split":{"uri":"s3://bkt/k","offset":0,"length":1048576},"wait_ms":0}`,
+	`{"job":"j","tasks":[{"task":"a","split":{"uri":"s3://bkt/u","offset":5,"length":10}},{"task":"b","split":{"uri":"s3://bkt/u","offset":0,"length":1}}],"wait_ms":-1}`,
 	`{"job":"j","task":"t","bytes":10,"local_hit_bytes":5,"peer_hit_bytes":3,"miss_bytes":2,"duration_ms":7}`,
 	`{"job":"j","tasks":[{"task":"a","bytes":1}]}`,
-	`{"job":"j","task":"t","split":{"uri":"u","offset":-1,"length":1}}`,
+	`{"job":"j","task":"t","split":{"uri":"s3://bkt/u","offset":-1,"length":1}}`,
 	`{"job":"j","task":"t","split":{"uri":"","offset":0,"length":1}}`,
-	`{"job":"j","task":"t","split":{"uri":"u","offset":9223372036854775807,"length":9223372036854775807}}`,
+	`{"job":"j","task":"t","split":{"uri":"s3://bkt/u","offset":9223372036854775807,"length":9223372036854775807}}`,
 	`{"job":"j","task":"t","unknown":1}`,
-	`{"job":"j","tasks":[{"task":"a","split":{"uri":"u","offset":0,"length":1}},{"task":"a","split":{"uri":"u","offset":0,"length":1}}]}`,
-	`{"job":"\u0000","task":"\ud800","split":{"uri":"u","offset":1e3,"length":1.5}}`,
+	`{"job":"j","tasks":[{"task":"a","split":{"uri":"s3://bkt/u","offset":0,"length":1}},{"task":"a","split":{"uri":"s3://bkt/u","offset":0,"length":1}}]}`,
+	`{"job":"\u0000","task":"\ud800","split":{"uri":"s3://bkt/u","offset":1e3,"length":1.5}}`,
 	`{"job":"j","task":"t","bytes":1,"local_hit_bytes":9223372036854775807,"peer_hit_bytes":9223372036854775807}`,
 	`[]`, `null`, `"x"`, `{}`, `{"job":"j"} {"job":"k"}`, `{"job":`, ``, `   `,
 }
@@ -163,22 +163,22 @@ func TestValidateTable(t *testing.T) {
 		req  PlaceRequest
 		ok   bool
 	}{
-		{"ok", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "u", Length: 1}}, true},
-		{"long job", PlaceRequest{Job: long, Task: "t", Split: Split{URI: "u", Length: 1}}, false},
-		{"long task", PlaceRequest{Job: "j", Task: long, Split: Split{URI: "u", Length: 1}}, false},
+		{"ok", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "s3://bkt/u", Length: 1}}, true},
+		{"long job", PlaceRequest{Job: long, Task: "t", Split: Split{URI: "s3://bkt/u", Length: 1}}, false},
+		{"long task", PlaceRequest{Job: "j", Task: long, Split: Split{URI: "s3://bkt/u", Length: 1}}, false},
 		{"long uri", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: strings.Repeat("u", MaxURILen+1), Length: 1}}, false},
-		{"bad utf8", PlaceRequest{Job: "j\xff", Task: "t", Split: Split{URI: "u", Length: 1}}, false},
-		{"negative length", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "u", Length: -1}}, false},
-		{"wait at limit", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "u", Length: 1}, WaitMS: 60000}, true},
-		{"wait over limit", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "u", Length: 1}, WaitMS: 60001}, false},
-		{"negative wait", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "u", Length: 1}, WaitMS: -5}, true},
+		{"bad utf8", PlaceRequest{Job: "j\xff", Task: "t", Split: Split{URI: "s3://bkt/u", Length: 1}}, false},
+		{"negative length", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "s3://bkt/u", Length: -1}}, false},
+		{"wait at limit", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "s3://bkt/u", Length: 1}, WaitMS: 60000}, true},
+		{"wait over limit", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "s3://bkt/u", Length: 1}, WaitMS: 60001}, false},
+		{"negative wait", PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "s3://bkt/u", Length: 1}, WaitMS: -5}, true},
 		// GET /v1/jobs/.. is cleaned to /v1 before routing: such a job
 		// could be placed but never read back.
-		{"job ..", PlaceRequest{Job: "..", Task: "t", Split: Split{URI: "u", Length: 1}}, false},
-		{"job .", PlaceRequest{Job: ".", Task: "t", Split: Split{URI: "u", Length: 1}}, false},
-		{"job ...", PlaceRequest{Job: "...", Task: "t", Split: Split{URI: "u", Length: 1}}, true},
-		{"job a/..", PlaceRequest{Job: "a/..", Task: "t", Split: Split{URI: "u", Length: 1}}, true},
-		{"task ..", PlaceRequest{Job: "j", Task: "..", Split: Split{URI: "u", Length: 1}}, true},
+		{"job ..", PlaceRequest{Job: "..", Task: "t", Split: Split{URI: "s3://bkt/u", Length: 1}}, false},
+		{"job .", PlaceRequest{Job: ".", Task: "t", Split: Split{URI: "s3://bkt/u", Length: 1}}, false},
+		{"job ...", PlaceRequest{Job: "...", Task: "t", Split: Split{URI: "s3://bkt/u", Length: 1}}, true},
+		{"job a/..", PlaceRequest{Job: "a/..", Task: "t", Split: Split{URI: "s3://bkt/u", Length: 1}}, true},
+		{"task ..", PlaceRequest{Job: "j", Task: "..", Split: Split{URI: "s3://bkt/u", Length: 1}}, true},
 	}
 	for _, tc := range cases {
 		err := tc.req.Validate(time.Minute)
@@ -200,13 +200,13 @@ func TestFieldNameCase(t *testing.T) {
 		name, body string
 		ok         bool
 	}{
-		{"exact", `{"job":"j","task":"t","split":{"uri":"s3://b/k","offset":0,"length":1}}`, true},
-		{"exact, escaped value", `{"job":"j\u0031","task":"t","split":{"uri":"s3://b/k","offset":0,"length":1}}`, true},
-		{"top-level key upper", `{"JOB":"j","task":"t","split":{"uri":"s3://b/k","offset":0,"length":1}}`, false},
-		{"nested key mixed", `{"job":"j","task":"t","split":{"Uri":"s3://b/k","offset":0,"length":1}}`, false},
+		{"exact", `{"job":"j","task":"t","split":{"uri":"s3://bkt/k","offset":0,"length":1}}`, true},
+		{"exact, escaped value", `{"job":"j\u0031","task":"t","split":{"uri":"s3://bkt/k","offset":0,"length":1}}`, true},
+		{"top-level key upper", `{"JOB":"j","task":"t","split":{"uri":"s3://bkt/k","offset":0,"length":1}}`, false},
+		{"nested key mixed", `{"job":"j","task":"t","split":{"Uri":"s3://bkt/k","offset":0,"length":1}}`, false},
 		{"value equal to a key name", `{"job":"Split","task":"URI","split":{"uri":"JOB","offset":0,"length":1}}`, true},
-		{"escaped key", `{"j\u006fb":"j","task":"t","split":{"uri":"s3://b/k","offset":0,"length":1}}`, true},
-		{"escaped key upper", `{"\u004aOB":"j","task":"t","split":{"uri":"s3://b/k","offset":0,"length":1}}`, false},
+		{"escaped key", `{"j\u006fb":"j","task":"t","split":{"uri":"s3://bkt/k","offset":0,"length":1}}`, true},
+		{"escaped key upper", `{"\u004aOB":"j","task":"t","split":{"uri":"s3://bkt/k","offset":0,"length":1}}`, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,7 +224,7 @@ func TestFieldNameCase(t *testing.T) {
 		})
 	}
 	// Batch bodies: keys inside the tasks array.
-	body := `{"job":"j","tasks":[{"task":"a","split":{"uri":"s3://b/k","offset":0,"length":1}},{"Task":"b","split":{"uri":"s3://b/k","offset":0,"length":1}}]}`
+	body := `{"job":"j","tasks":[{"task":"a","split":{"uri":"s3://bkt/k","offset":0,"length":1}},{"Task":"b","split":{"uri":"s3://bkt/k","offset":0,"length":1}}]}`
 	if _, err := DecodePlaceBatchRequest([]byte(body)); !errors.Is(err, ErrBadRequest) {
 		t.Fatalf("batch with \"Task\": got %v, want ErrBadRequest", err)
 	}

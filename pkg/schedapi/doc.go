@@ -28,7 +28,9 @@
 // code field) as ErrNotFound too. The one 404 is a path the API does not
 // have (code no_endpoint). The Validate methods check a request the way the
 // scheduler does (errors wrap ErrBadRequest), so a client may check before
-// sending.
+// sending: a split's URI with objuri.CheckObject, as the cache nodes check
+// their reads' (the package's one import outside the standard library, a
+// leaf that has none).
 //
 // # The codec
 //

@@ -64,14 +64,14 @@ func fastAll(t *testing.T, body []byte) (n int) {
 }
 
 var fastSeeds = append([]string{
-	`{"job":"j","task":"t","split":{"uri":"s3://b/k","offset":0,"length":1048576},"wait_ms":-5}`,
-	` { "job" : "j" , "tasks" : [ { "task" : "a" , "split" : { "uri" : "u" , "offset" : 5 , "length" : 10 } } ] } `,
+	`{"job":"j","task":"t","split":{"uri":"s3://bkt/k","offset":0,"length":1048576},"wait_ms":-5}`,
+	` { "job" : "j" , "tasks" : [ { "task" : "a" , "split" : { "uri" : "s3://bkt/u" , "offset" : 5 , "length" : 10 } } ] } `,
 	`{"job":"j","task":"t","bytes":10,"local_hit_bytes":5,"peer_hit_bytes":3,"miss_bytes":2,"duration_ms":7}`,
 	`{"job":"j","tasks":[{"task":"a","bytes":1},{"task":"b","miss_bytes":2,"duration_ms":3}]}`,
 	`{"Job":"j"}`, `{"job":"j","job":"k"}`, `{"job":"\u00e9"}`, `{"job":"é"}`, `{"job":"\xff"}`,
 	`{"job":null}`, `{"tasks":[]}`, `{"tasks":null}`, `{"wait_ms":1.0}`, `{"wait_ms":1e3}`, `{"wait_ms":01}`,
 	`{"wait_ms":-0}`, `{"wait_ms":9223372036854775808}`, `{"wait_ms":-9223372036854775808}`, `{}`, `{} x`, `{`,
-	`{"tasks":[{"task":"a","split":{"uri":"u"},"split":{"offset":1}}]}`, `{"job":"a\u2028b"}`, "{\"job\":\"a\u2028b\"}",
+	`{"tasks":[{"task":"a","split":{"uri":"s3://bkt/u"},"split":{"offset":1}}]}`, `{"job":"a\u2028b"}`, "{\"job\":\"a\u2028b\"}",
 	`{"job":"<&>"}`, `{"job":"x","extra":{}}`, `{"tasks":[{},{}]}`, `{"tasks":[{"task":"a"},]}`,
 }, decodeSeeds...)
 
@@ -84,8 +84,8 @@ func TestFastDecodeSeeds(t *testing.T) {
 	}
 	// What clients send (json.Marshal output) takes the fast path.
 	for _, v := range []any{
-		PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "s3://b/k", Offset: 3, Length: 9}, WaitMS: 100},
-		PlaceBatchRequest{Job: "j", Tasks: []BatchTask{{Task: "a", Split: Split{URI: "u", Length: 1}}, {Task: "b", Split: Split{URI: "u", Offset: 1, Length: 1}}}},
+		PlaceRequest{Job: "j", Task: "t", Split: Split{URI: "s3://bkt/k", Offset: 3, Length: 9}, WaitMS: 100},
+		PlaceBatchRequest{Job: "j", Tasks: []BatchTask{{Task: "a", Split: Split{URI: "s3://bkt/u", Length: 1}}, {Task: "b", Split: Split{URI: "s3://bkt/u", Offset: 1, Length: 1}}}},
 		CompleteRequest{Job: "j", Task: "t", Bytes: 10, LocalHitBytes: 3, MissBytes: 7, DurationMS: 1},
 		CompleteBatchRequest{Job: "j", Tasks: []CompleteTask{{Task: "a", Bytes: 1}}},
 	} {
@@ -112,7 +112,7 @@ func FuzzFastDecode(f *testing.F) {
 
 // randString mixes plain text with characters every JSON encoder escapes.
 func randString(r *rand.Rand) string {
-	parts := []string{"a", "task-7", "s3://b/k", "<", ">", "&", `"`, `\`, "\n", "\t", "\b", "\f", "\x01", "\x7f", "é", "\u2028", "\u2029", "\xff", "日本", "\U0001F600", ""}
+	parts := []string{"a", "task-7", "s3://bkt/k", "<", ">", "&", `"`, `\`, "\n", "\t", "\b", "\f", "\x01", "\x7f", "é", "\u2028", "\u2029", "\xff", "日本", "\U0001F600", ""}
 	var b strings.Builder
 	for n := r.IntN(6); n > 0; n-- {
 		b.WriteString(parts[r.IntN(len(parts))])

@@ -5,6 +5,8 @@ import (
 	"math"
 	"time"
 	"unicode/utf8"
+
+	"github.com/locuscache/locus/pkg/objuri"
 )
 
 // Limits on names in requests: non-empty valid UTF-8 up to MaxNameLen
@@ -53,6 +55,9 @@ func (s *Split) Validate() error {
 		return badRequest("split length %d must be > 0", s.Length)
 	case s.Offset > math.MaxInt64-s.Length:
 		return badRequest("split offset %d + length %d overflows", s.Offset, s.Length)
+	}
+	if err := objuri.CheckObject(s.URI); err != nil {
+		return badRequest("split uri: %v (want s3://bucket/key or file:///abs/path, as the cache nodes read it)", err)
 	}
 	return nil
 }

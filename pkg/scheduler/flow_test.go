@@ -65,7 +65,7 @@ func TestPlaceCompleteCounters(t *testing.T) {
 		for i := 0; i < 6; i++ {
 			p, err := c.Place(ctx, schedapi.PlaceRequest{
 				Job: "q1", Task: fmt.Sprintf("r%d-t%d", round, i),
-				Split:  schedapi.Split{URI: fmt.Sprintf("s3://b/f%d", rng.IntN(1000)), Offset: 0, Length: 1 << 20},
+				Split:  schedapi.Split{URI: fmt.Sprintf("s3://bkt/f%d", rng.IntN(1000)), Offset: 0, Length: 1 << 20},
 				WaitMS: -1,
 			})
 			if err != nil {
@@ -241,7 +241,7 @@ func TestBatchDeferral(t *testing.T) {
 		_, c := startWith(t, views, nil)
 		tasks := make([]schedapi.BatchTask, 5)
 		for i := range tasks {
-			tasks[i] = schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://b/", i))}
+			tasks[i] = schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://bkt/", i))}
 		}
 		start := time.Now()
 		resp, err := c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", Tasks: tasks})
@@ -343,7 +343,7 @@ func TestNodeLeaves(t *testing.T) {
 	ctx := context.Background()
 	var tasks []schedapi.BatchTask
 	for i := 0; i < 12; i++ {
-		tasks = append(tasks, schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://b/x", i))})
+		tasks = append(tasks, schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://bkt/x", i))})
 	}
 	resp, err := c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", WaitMS: -1, Tasks: tasks})
 	if err != nil {
@@ -405,7 +405,7 @@ func TestNodeLeaves(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	for i := 0; i < 20; i++ {
-		p, err := c.Place(ctx, schedapi.PlaceRequest{Job: "k", Task: fmt.Sprint(i), Split: split(fmt.Sprint("s3://b/y", i)), WaitMS: -1})
+		p, err := c.Place(ctx, schedapi.PlaceRequest{Job: "k", Task: fmt.Sprint(i), Split: split(fmt.Sprint("s3://bkt/y", i)), WaitMS: -1})
 		if statusOf(err) == 503 {
 			break // n3 is full
 		}
@@ -450,7 +450,7 @@ func TestConcurrentClients(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
 				id := fmt.Sprintf("w%d-%d", w, i)
-				p, err := c.Place(ctx, schedapi.PlaceRequest{Job: fmt.Sprint("job", w%3), Task: id, Split: split(fmt.Sprint("s3://b/", i%17))})
+				p, err := c.Place(ctx, schedapi.PlaceRequest{Job: fmt.Sprint("job", w%3), Task: id, Split: split(fmt.Sprint("s3://bkt/", i%17))})
 				if err != nil {
 					t.Error(err)
 					return
@@ -489,11 +489,11 @@ func TestCancelledRequestHoldsNoSlot(t *testing.T) {
 	s, _ := startWith(t, threeNodes(t), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if p, err := s.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t1", Split: split("s3://b/1"), WaitMS: -1}); !errors.Is(err, context.Canceled) {
+	if p, err := s.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t1", Split: split("s3://bkt/1"), WaitMS: -1}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Place with a cancelled context: %+v, %v; want context.Canceled", p, err)
 	}
 	if r, err := s.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", WaitMS: -1, Tasks: []schedapi.BatchTask{
-		{Task: "t2", Split: split("s3://b/2")}, {Task: "t3", Split: split("s3://b/3")},
+		{Task: "t2", Split: split("s3://bkt/2")}, {Task: "t3", Split: split("s3://bkt/3")},
 	}}); !errors.Is(err, context.Canceled) {
 		t.Errorf("PlaceBatch with a cancelled context: %+v, %v; want context.Canceled", r, err)
 	}
@@ -510,17 +510,17 @@ func TestCancelledRequestHoldsNoSlot(t *testing.T) {
 		}
 	}
 	// The task ids are free again.
-	if _, err := s.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "t1", Split: split("s3://b/1"), WaitMS: -1}); err != nil {
+	if _, err := s.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "t1", Split: split("s3://bkt/1"), WaitMS: -1}); err != nil {
 		t.Errorf("Place of t1 again: %v", err)
 	}
 
 	// A caller that leaves while the call runs (after the first look at its
 	// context): the placement made is released and counted lost.
-	if p, err := s.Place(&leavingCtx{Context: context.Background()}, schedapi.PlaceRequest{Job: "k", Task: "t", Split: split("s3://b/1"), WaitMS: -1}); !errors.Is(err, context.Canceled) {
+	if p, err := s.Place(&leavingCtx{Context: context.Background()}, schedapi.PlaceRequest{Job: "k", Task: "t", Split: split("s3://bkt/1"), WaitMS: -1}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Place whose caller left: %+v, %v; want context.Canceled", p, err)
 	}
 	if r, err := s.PlaceBatch(&leavingCtx{Context: context.Background()}, schedapi.PlaceBatchRequest{Job: "k", WaitMS: -1, Tasks: []schedapi.BatchTask{
-		{Task: "b1", Split: split("s3://b/2")}, {Task: "b2", Split: split("s3://b/3")},
+		{Task: "b1", Split: split("s3://bkt/2")}, {Task: "b2", Split: split("s3://bkt/3")},
 	}}); !errors.Is(err, context.Canceled) {
 		t.Errorf("PlaceBatch whose caller left: %+v, %v; want context.Canceled", r, err)
 	}

@@ -55,7 +55,7 @@ func TestGossipNodeCrash(t *testing.T) {
 	ctx := context.Background()
 	var tasks []schedapi.BatchTask
 	for i := 0; i < 12; i++ { // 3 nodes x 4 slots
-		tasks = append(tasks, schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://b/o", i))})
+		tasks = append(tasks, schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://bkt/o", i))})
 	}
 	resp, err := c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", WaitMS: -1, Tasks: tasks})
 	if err != nil {
@@ -105,7 +105,7 @@ func TestGossipNodeCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 8; i++ {
-		p, err := c.Place(ctx, schedapi.PlaceRequest{Job: "k", Task: fmt.Sprint(i), Split: split(fmt.Sprint("s3://b/p", i)), WaitMS: -1})
+		p, err := c.Place(ctx, schedapi.PlaceRequest{Job: "k", Task: fmt.Sprint(i), Split: split(fmt.Sprint("s3://bkt/p", i)), WaitMS: -1})
 		if err != nil {
 			t.Fatalf("place %d after the crash: %v", i, err)
 		}

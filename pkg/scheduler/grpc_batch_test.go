@@ -35,7 +35,7 @@ func TestGRPCBatchCalls(t *testing.T) {
 	// 3 nodes with 2 slots each: a batch of 8 places 6 and defers 2.
 	req := &schedulerv1.PlaceBatchRequest{Job: "gb", WaitMs: -1}
 	for i := range 8 {
-		req.Tasks = append(req.Tasks, &schedulerv1.BatchTask{Task: fmt.Sprintf("t%d", i), Split: &schedulerv1.Split{Uri: fmt.Sprintf("s3://b/%d", i), Length: 10}})
+		req.Tasks = append(req.Tasks, &schedulerv1.BatchTask{Task: fmt.Sprintf("t%d", i), Split: &schedulerv1.Split{Uri: fmt.Sprintf("s3://bkt/%d", i), Length: 10}})
 	}
 	br, err := c.PlaceBatch(authed, req)
 	if err != nil || len(br.Placements) != 8 {

@@ -28,7 +28,7 @@ func TestGRPC(t *testing.T) {
 	authed := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer tok")
 	code := func(err error) codes.Code { return status.Code(err) }
 
-	req := &schedulerv1.PlaceRequest{Job: "g", Task: "t1", Split: &schedulerv1.Split{Uri: "s3://b/k", Length: 100}}
+	req := &schedulerv1.PlaceRequest{Job: "g", Task: "t1", Split: &schedulerv1.Split{Uri: "s3://bkt/k", Length: 100}}
 	if _, err := c.Place(ctx, req); code(err) != codes.Unauthenticated {
 		t.Errorf("no token: %v, want Unauthenticated", err)
 	}
@@ -43,10 +43,10 @@ func TestGRPC(t *testing.T) {
 		t.Errorf("duplicate: %v, want AlreadyExists", err)
 	}
 	bad := []*schedulerv1.PlaceRequest{
-		{Job: "g", Task: "x", Split: &schedulerv1.Split{Uri: "u", Offset: -1, Length: 1}},
+		{Job: "g", Task: "x", Split: &schedulerv1.Split{Uri: "s3://bkt/u", Offset: -1, Length: 1}},
 		{Job: "g", Task: "x", Split: &schedulerv1.Split{Uri: "", Length: 1}},
 		{Job: "g", Task: "x"},
-		{Job: "", Task: "x", Split: &schedulerv1.Split{Uri: "u", Length: 1}},
+		{Job: "", Task: "x", Split: &schedulerv1.Split{Uri: "s3://bkt/u", Length: 1}},
 	}
 	for _, b := range bad {
 		if _, err := c.Place(authed, b); code(err) != codes.InvalidArgument {
@@ -54,8 +54,8 @@ func TestGRPC(t *testing.T) {
 		}
 	}
 	br, err := c.PlaceBatch(authed, &schedulerv1.PlaceBatchRequest{Job: "g", WaitMs: -1, Tasks: []*schedulerv1.BatchTask{
-		{Task: "b1", Split: &schedulerv1.Split{Uri: "s3://b/1", Length: 10}},
-		{Task: "b2", Split: &schedulerv1.Split{Uri: "s3://b/2", Length: 10}},
+		{Task: "b1", Split: &schedulerv1.Split{Uri: "s3://bkt/1", Length: 10}},
+		{Task: "b2", Split: &schedulerv1.Split{Uri: "s3://bkt/2", Length: 10}},
 	}})
 	if err != nil || len(br.Placements) != 2 || br.Placements[0].Task != "b1" || br.Placements[1].Node == "" {
 		t.Fatalf("batch %v %v", br, err)

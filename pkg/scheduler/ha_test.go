@@ -82,7 +82,7 @@ func TestHAFailover(t *testing.T) {
 	ctx := context.Background()
 
 	// The follower refuses to place, naming the leader.
-	_, err := fc.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "x", Split: split("u")})
+	_, err := fc.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "x", Split: split("s3://bkt/u")})
 	var se *schedulertest.StatusError
 	if statusOf(err) != 503 || !asStatus(err, &se) || se.Body.Leader != leader.HTTPAddr() || se.Header.Get("X-Locus-Leader") != leader.HTTPAddr() {
 		t.Fatalf("follower place: %v (%+v), want 503 naming %s", err, se, leader.HTTPAddr())
@@ -100,7 +100,7 @@ func TestHAFailover(t *testing.T) {
 	// The leader places 6 tasks and completes 4.
 	var tasks []schedapi.BatchTask
 	for i := 0; i < 6; i++ {
-		tasks = append(tasks, schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://b/", i))})
+		tasks = append(tasks, schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://bkt/", i))})
 	}
 	resp, err := lc.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", WaitMS: -1, Tasks: tasks})
 	if err != nil {
@@ -174,7 +174,7 @@ func TestHAFailover(t *testing.T) {
 		}
 	}
 	// The new leader places.
-	if _, err := fc.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "new", Split: split("u")}); err != nil {
+	if _, err := fc.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "new", Split: split("s3://bkt/u")}); err != nil {
 		t.Errorf("new leader place: %v", err)
 	}
 }
@@ -235,7 +235,7 @@ func TestHAForwardAndConfig(t *testing.T) {
 	waitLeader(t, ss[:], 10*time.Second)
 	fc := schedulertest.NewClient(ss[1].HTTPAddr())
 	ctx := context.Background()
-	p, err := fc.Place(ctx, schedapi.PlaceRequest{Job: "f", Task: "t", Split: split("u")})
+	p, err := fc.Place(ctx, schedapi.PlaceRequest{Job: "f", Task: "t", Split: split("s3://bkt/u")})
 	if err != nil {
 		t.Fatalf("forwarded place: %v", err)
 	}
@@ -286,7 +286,7 @@ func TestHAForwardAndConfig(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	if _, err := fc.Place(ctx, schedapi.PlaceRequest{Job: "f", Task: "t2", Split: split("u")}); err == nil || !strings.Contains(err.Error(), "block size") {
+	if _, err := fc.Place(ctx, schedapi.PlaceRequest{Job: "f", Task: "t2", Split: split("s3://bkt/u")}); err == nil || !strings.Contains(err.Error(), "block size") {
 		t.Errorf("place with etcd's 64 MiB block size against the nodes' 128 MiB: err %v, want one naming the block size", err)
 	}
 	// An invalid config is ignored.
@@ -309,7 +309,7 @@ func TestHAEtcdDown(t *testing.T) {
 	waitLeader(t, ss[:], 10*time.Second)
 	c := schedulertest.NewClient(ss[0].HTTPAddr())
 	ctx := context.Background()
-	p, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("u")})
+	p, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("s3://bkt/u")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestHAEtcdDown(t *testing.T) {
 		}
 		return n
 	}
-	if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t-down", Split: split("u2")}); statusOf(err) != 503 {
+	if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t-down", Split: split("s3://bkt/u2")}); statusOf(err) != 503 {
 		t.Fatalf("place with etcd down: %v, want 503", err)
 	}
 	if n := inUse(); n != 1 {
@@ -343,7 +343,7 @@ func TestHAEtcdDown(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t2", Split: split("u")}); statusOf(err) != 503 {
+	if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t2", Split: split("s3://bkt/u")}); statusOf(err) != 503 {
 		t.Errorf("place after stepping down: %v, want 503", err)
 	}
 }

@@ -65,11 +65,11 @@ func TestBadInput(t *testing.T) {
 	})
 	ctx := context.Background()
 	// A running task for the duplicate and complete cases.
-	if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "running", Split: split("s3://b/k")}); err != nil {
+	if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "running", Split: split("s3://bkt/k")}); err != nil {
 		t.Fatal(err)
 	}
 	big := `{"job":"j","task":"t","split":{"uri":"` + strings.Repeat("x", 5000) + `","offset":0,"length":1}}`
-	manyTasks := `{"job":"j","tasks":[` + strings.TrimSuffix(strings.Repeat(`{"task":"t","split":{"uri":"u","offset":0,"length":1}},`, 101), ",") + `]}`
+	manyTasks := `{"job":"j","tasks":[` + strings.TrimSuffix(strings.Repeat(`{"task":"t","split":{"uri":"s3://bkt/u","offset":0,"length":1}},`, 101), ",") + `]}`
 	cases := []struct {
 		name, method, path, body string
 		code                     int    // HTTP status
@@ -79,24 +79,30 @@ func TestBadInput(t *testing.T) {
 		{"malformed JSON", "POST", "/v1/place", `{"job":`, 400, "truncated", schedapi.CodeBadRequest},
 		{"not JSON", "POST", "/v1/place", `hello`, 400, "malformed JSON", schedapi.CodeBadRequest},
 		{"empty body", "POST", "/v1/place", ``, 400, "empty body", schedapi.CodeBadRequest},
-		{"unknown field", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1},"priority":3}`, 400, `unknown field "priority"`, schedapi.CodeBadRequest},
-		{"unknown nested field", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1,"version":"x"}}`, 400, `unknown field "version"`, schedapi.CodeBadRequest},
-		{"wrong type", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":"0","length":1}}`, 400, "split.offset", schedapi.CodeBadRequest},
-		{"trailing data", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1}} {}`, 400, "after the JSON object", schedapi.CodeBadRequest},
-		{"negative offset", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":-1,"length":1}}`, 400, "negative split offset", schedapi.CodeBadRequest},
-		{"zero length", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":0}}`, 400, "length 0", schedapi.CodeBadRequest},
+		{"unknown field", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"s3://bkt/u","offset":0,"length":1},"priority":3}`, 400, `unknown field "priority"`, schedapi.CodeBadRequest},
+		{"unknown nested field", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"s3://bkt/u","offset":0,"length":1,"version":"x"}}`, 400, `unknown field "version"`, schedapi.CodeBadRequest},
+		{"wrong type", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"s3://bkt/u","offset":"0","length":1}}`, 400, "split.offset", schedapi.CodeBadRequest},
+		{"trailing data", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"s3://bkt/u","offset":0,"length":1}} {}`, 400, "after the JSON object", schedapi.CodeBadRequest},
+		{"negative offset", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"s3://bkt/u","offset":-1,"length":1}}`, 400, "negative split offset", schedapi.CodeBadRequest},
+		{"relative uri", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"relative/path","offset":0,"length":1}}`, 400, "split uri", schedapi.CodeBadRequest},
+		{"unsupported scheme", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"ftp://host/x","offset":0,"length":1}}`, 400, "unsupported URI scheme", schedapi.CodeBadRequest},
+		{"no bucket", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"s3:///key","offset":0,"length":1}}`, 400, "split uri", schedapi.CodeBadRequest},
+		{"prefix uri", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"s3://bkt/dir/","offset":0,"length":1}}`, 400, "names a prefix", schedapi.CodeBadRequest},
+		{"relative file uri", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"file://relative","offset":0,"length":1}}`, 400, "split uri", schedapi.CodeBadRequest},
+		{"non-canonical file uri", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"file://localhost/data/x","offset":0,"length":1}}`, 400, "not canonical", schedapi.CodeBadRequest},
+		{"zero length", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"s3://bkt/u","offset":0,"length":0}}`, 400, "length 0", schedapi.CodeBadRequest},
 		{"empty URI", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"","offset":0,"length":1}}`, 400, "empty split uri", schedapi.CodeBadRequest},
-		{"empty job", "POST", "/v1/place", `{"job":"","task":"t","split":{"uri":"u","offset":0,"length":1}}`, 400, "empty job", schedapi.CodeBadRequest},
-		{"empty task", "POST", "/v1/place", `{"job":"j","task":"","split":{"uri":"u","offset":0,"length":1}}`, 400, "empty task", schedapi.CodeBadRequest},
-		{"overflow", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":9223372036854775807,"length":1}}`, 400, "overflows", schedapi.CodeBadRequest},
-		{"huge wait", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"u","offset":0,"length":1},"wait_ms":999999999}`, 400, "wait_ms", schedapi.CodeBadRequest},
+		{"empty job", "POST", "/v1/place", `{"job":"","task":"t","split":{"uri":"s3://bkt/u","offset":0,"length":1}}`, 400, "empty job", schedapi.CodeBadRequest},
+		{"empty task", "POST", "/v1/place", `{"job":"j","task":"","split":{"uri":"s3://bkt/u","offset":0,"length":1}}`, 400, "empty task", schedapi.CodeBadRequest},
+		{"overflow", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"s3://bkt/u","offset":9223372036854775807,"length":1}}`, 400, "overflows", schedapi.CodeBadRequest},
+		{"huge wait", "POST", "/v1/place", `{"job":"j","task":"t","split":{"uri":"s3://bkt/u","offset":0,"length":1},"wait_ms":999999999}`, 400, "wait_ms", schedapi.CodeBadRequest},
 		{"oversized body", "POST", "/v1/place", big, 413, "too large", schedapi.CodeTooLarge},
-		{"duplicate running task", "POST", "/v1/place", `{"job":"j","task":"running","split":{"uri":"u","offset":0,"length":1}}`, 409, "already queued or running", schedapi.CodeConflict},
+		{"duplicate running task", "POST", "/v1/place", `{"job":"j","task":"running","split":{"uri":"s3://bkt/u","offset":0,"length":1}}`, 409, "already queued or running", schedapi.CodeConflict},
 		{"batch: empty", "POST", "/v1/place/batch", `{"job":"j","tasks":[]}`, 400, "empty batch", schedapi.CodeBadRequest},
 		{"batch: too many tasks", "POST", "/v1/place/batch", manyTasks, 400, "exceeds the limit 100", schedapi.CodeBadRequest},
-		{"batch: task twice", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","split":{"uri":"u","offset":0,"length":1}},{"task":"a","split":{"uri":"u","offset":0,"length":1}}]}`, 400, "listed twice", schedapi.CodeBadRequest},
-		{"batch: negative offset", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","split":{"uri":"u","offset":-5,"length":1}}]}`, 400, "tasks[0]", schedapi.CodeBadRequest},
-		{"batch: unknown field", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","uri":"u"}]}`, 400, `unknown field "uri"`, schedapi.CodeBadRequest},
+		{"batch: task twice", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","split":{"uri":"s3://bkt/u","offset":0,"length":1}},{"task":"a","split":{"uri":"s3://bkt/u","offset":0,"length":1}}]}`, 400, "listed twice", schedapi.CodeBadRequest},
+		{"batch: negative offset", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","split":{"uri":"s3://bkt/u","offset":-5,"length":1}}]}`, 400, "tasks[0]", schedapi.CodeBadRequest},
+		{"batch: unknown field", "POST", "/v1/place/batch", `{"job":"j","tasks":[{"task":"a","uri":"s3://bkt/u"}]}`, 400, `unknown field "uri"`, schedapi.CodeBadRequest},
 		{"batch: oversized", "POST", "/v1/place/batch", `{"job":"j","tasks":[` + strings.Repeat(" ", 70<<10) + `]}`, 413, "too large", schedapi.CodeTooLarge},
 		{"complete: unknown job", "POST", "/v1/complete", `{"job":"nope","task":"t","bytes":1}`, 400, "unknown job", schedapi.CodeNotFound},
 		{"complete: unknown task", "POST", "/v1/complete", `{"job":"j","task":"nope","bytes":1}`, 400, "unknown task", schedapi.CodeNotFound},
@@ -162,28 +168,28 @@ func TestNoNode(t *testing.T) {
 	t.Run("empty cluster", func(t *testing.T) {
 		_, c := startWith(t, schedulertest.NewViews(t), nil)
 		start := time.Now()
-		_, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("s3://b/k")})
+		_, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("s3://bkt/k")})
 		if statusOf(err) != 503 {
 			t.Fatalf("got %v, want 503", err)
 		}
 		if d := time.Since(start); d > time.Second {
 			t.Errorf("503 took %v, want at once", d)
 		}
-		_, err = c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", Tasks: []schedapi.BatchTask{{Task: "t", Split: split("u")}}})
+		_, err = c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", Tasks: []schedapi.BatchTask{{Task: "t", Split: split("s3://bkt/u")}}})
 		if statusOf(err) != 503 {
 			t.Fatalf("batch: got %v, want 503", err)
 		}
 	})
 	t.Run("nodes without slots", func(t *testing.T) {
 		_, c := startWith(t, schedulertest.NewViews(t, schedulertest.Node("n1", "r1", 0)), nil)
-		_, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("s3://b/k")})
+		_, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("s3://bkt/k")})
 		if statusOf(err) != 503 {
 			t.Fatalf("got %v, want 503", err)
 		}
 	})
 	t.Run("only draining nodes", func(t *testing.T) {
 		_, c := startWith(t, schedulertest.NewViews(t, schedulertest.Draining(schedulertest.Node("n1", "r1", 4))), nil)
-		_, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("s3://b/k")})
+		_, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("s3://bkt/k")})
 		if statusOf(err) != 503 {
 			t.Fatalf("got %v, want 503", err)
 		}
@@ -192,11 +198,11 @@ func TestNoNode(t *testing.T) {
 		_, c := startWith(t, schedulertest.NewViews(t, schedulertest.Node("n1", "r1", 1)), func(cfg *scheduler.Config) {
 			cfg.MaxQueueWait = 300 * time.Millisecond
 		})
-		if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "a", Split: split("u"), WaitMS: -1}); err != nil {
+		if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "a", Split: split("s3://bkt/u"), WaitMS: -1}); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		_, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "b", Split: split("u"), WaitMS: -1})
+		_, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "b", Split: split("s3://bkt/u"), WaitMS: -1})
 		if statusOf(err) != 503 || !strings.Contains(err.Error(), "within 300ms") {
 			t.Fatalf("got %v, want 503 after the queue wait", err)
 		}
@@ -221,7 +227,7 @@ func TestBlockSizeMismatch(t *testing.T) {
 	n := schedulertest.Node("n1", "r1", 4)
 	n.BlockSize = 64 << 20
 	_, c := startWith(t, schedulertest.NewViews(t, n), func(cfg *scheduler.Config) { cfg.BlockSize = 128 << 20 })
-	_, err := c.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("u")})
+	_, err := c.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("s3://bkt/u")})
 	if statusOf(err) != 503 || !strings.Contains(err.Error(), "--block-size=67108864") {
 		t.Errorf("got %v, want 503 naming --block-size=67108864", err)
 	}
@@ -241,7 +247,7 @@ func TestBlockSizeMismatch(t *testing.T) {
 	if err := c.Do(context.Background(), "GET", "/readyz", nil, &ready); err != nil || !ready.Ready {
 		t.Errorf("/readyz without --block-size: %v %+v, want ready", err, ready)
 	}
-	if _, err := c.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("u")}); err != nil {
+	if _, err := c.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("s3://bkt/u")}); err != nil {
 		t.Errorf("without --block-size: %v", err)
 	}
 	if r, _ := c.Ring(context.Background()); r.BlockSize != 64<<20 {
@@ -253,7 +259,7 @@ func TestBlockSizeMismatch(t *testing.T) {
 func TestAuth(t *testing.T) {
 	_, c := startWith(t, threeNodes(t), func(cfg *scheduler.Config) { cfg.AuthToken = "s3cret-token" })
 	ctx := context.Background()
-	req := schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("u")}
+	req := schedapi.PlaceRequest{Job: "j", Task: "t", Split: split("s3://bkt/u")}
 	for _, tok := range []string{"", "wrong", "s3cret-tokenX", "s3cret-toke"} {
 		c.Token = tok
 		if _, err := c.Place(ctx, req); statusOf(err) != 401 {
@@ -313,7 +319,7 @@ var _ = []any{os.Getpid, filepath.Join, fmt.Sprint, membership.StateAlive}
 func TestRouting(t *testing.T) {
 	_, c := startWith(t, threeNodes(t), nil)
 	ctx := context.Background()
-	if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "q1/stage-2", Task: "t", Split: split("s3://b/k")}); err != nil {
+	if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "q1/stage-2", Task: "t", Split: split("s3://bkt/k")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/v1/jobs/q1/stage-2", "/v1/jobs/q1%2Fstage-2"} {

@@ -60,13 +60,13 @@ func TestShutdownWithIdleConnections(t *testing.T) {
 	// A call in flight: a place that waits for a slot (every slot taken).
 	c := schedulertest.NewClient(s.HTTPAddr())
 	for i := range 6 {
-		if _, err := c.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "busy-" + string(rune('a'+i)), Split: split("s3://b/k"), WaitMS: -1}); err != nil {
+		if _, err := c.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "busy-" + string(rune('a'+i)), Split: split("s3://bkt/k"), WaitMS: -1}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	waiting := make(chan error, 1)
 	go func() {
-		_, err := c.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "waits", Split: split("s3://b/k"), WaitMS: -1})
+		_, err := c.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "waits", Split: split("s3://bkt/k"), WaitMS: -1})
 		waiting <- err
 	}()
 	deadline := time.Now().Add(5 * time.Second)
