@@ -154,7 +154,11 @@
 // from etcd. /readyz is 200 on the leader and on a forwarding follower
 // that knows the leader, 503 on other followers (and on a leader whose
 // block size differs from the cache nodes'), so a load balancer sends
-// calls to a scheduler that can serve them.
+// calls to a scheduler that can serve them. While etcd cannot be read no
+// leader is known (the reason says so): a follower does not forward to, or
+// name, a leader that may be gone, and a deposed leader does not name
+// itself. The leader is read again on every change of the election keys
+// and at least every --etcd-session-ttl.
 //
 // Counters are persisted before a call that changed them is answered, so
 // an answered call is never lost by a failover: a persister goroutine

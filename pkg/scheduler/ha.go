@@ -656,16 +656,24 @@ func (h *ha) watchConfig() {
 }
 
 // watchLeader keeps Scheduler.leaderInfo on the current leader: the
-// election key with the lowest create revision.
+// election key with the lowest create revision. While etcd cannot be read
+// no leader is known (the last one may be gone, or be this scheduler,
+// deposed), and leaderErr says why.
 func (h *ha) watchLeader() {
 	for h.ctx.Err() == nil {
 		octx, cancel := context.WithTimeout(h.ctx, h.cfg.OpTimeout)
 		resp, err := h.cli.Get(octx, h.keyElection, clientv3.WithFirstCreate()...)
 		cancel()
 		if err != nil {
+			if h.ctx.Err() == nil {
+				msg := "etcd unreachable: " + err.Error()
+				h.s.leaderErr.Store(&msg)
+				h.s.leaderInfo.Store(&LeaderInfo{})
+			}
 			sleepCtx(h.ctx, 500*time.Millisecond)
 			continue
 		}
+		h.s.leaderErr.Store(nil)
 		var l LeaderInfo
 		if len(resp.Kvs) > 0 {
 			_ = json.Unmarshal(resp.Kvs[0].Value, &l)
@@ -673,10 +681,16 @@ func (h *ha) watchLeader() {
 		h.s.leaderInfo.Store(&l)
 		wctx, wcancel := context.WithCancel(h.ctx)
 		wch := h.cli.Watch(clientv3.WithRequireLeader(wctx), h.keyElection, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+		// A watch does not end when etcd becomes unreachable (the client
+		// reconnects behind it): read again every session TTL as well, so an
+		// unreachable etcd is noticed within about a TTL.
+		recheck := time.NewTimer(h.cfg.SessionTTL)
 		select {
 		case <-wch: // any change (or an error): read again
+		case <-recheck.C:
 		case <-h.ctx.Done():
 		}
+		recheck.Stop()
 		wcancel()
 	}
 }

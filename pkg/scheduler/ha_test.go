@@ -346,4 +346,19 @@ func TestHAEtcdDown(t *testing.T) {
 	if _, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "t2", Split: split("s3://bkt/u")}); statusOf(err) != 503 {
 		t.Errorf("place after stepping down: %v, want 503", err)
 	}
+	// Neither scheduler names a leader it cannot know of: the deposed one
+	// would name itself, the follower the deposed one.
+	for i, s := range ss {
+		var ready bool
+		var reason string
+		for {
+			if ready, reason = s.Ready(); !ready && strings.Contains(reason, "no leader known (etcd unreachable") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("scheduler %d with etcd down: ready %v, %q; want not ready, no leader known", i, ready, reason)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }

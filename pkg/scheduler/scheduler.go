@@ -59,6 +59,7 @@ type Scheduler struct {
 	isLeader, ready    atomic.Bool
 	stopping           atomic.Bool
 	leaderInfo         atomic.Pointer[LeaderInfo] // the current leader (with etcd)
+	leaderErr          atomic.Pointer[string]     // why no leader is known (etcd unreachable), if so
 	startOnce, endOnce sync.Once
 	fwdOnce            sync.Once
 	fwd                http.RoundTripper
@@ -197,6 +198,9 @@ func (s *Scheduler) Ready() (bool, string) {
 	}
 	l, ok := s.Leader()
 	if !ok {
+		if e := s.leaderErr.Load(); e != nil {
+			return false, "follower; no leader known (" + *e + ")"
+		}
 		return false, "follower; no leader elected"
 	}
 	if s.cfg.Etcd.Forward {
