@@ -113,8 +113,8 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.maxWait, "max-wait", scheduler.DefaultMaxWait, "largest wait_ms a request may ask for")
 	fs.IntVar(&o.maxBatchTasks, "max-batch-tasks", scheduler.DefaultMaxBatchTasks, "most tasks in one batch call")
 	o.maxBody, o.maxBatchBody = scheduler.DefaultMaxBodyBytes, scheduler.DefaultMaxBatchBodyBytes
-	fs.Var(units.Flag(&o.maxBody), "max-body-bytes", "request body limit of single calls (larger: 413) (default 64KiB)")
-	fs.Var(units.Flag(&o.maxBatchBody), "max-batch-body-bytes", "request body limit of batch calls (larger: 413) (default 16MiB)")
+	fs.Var(units.Flag(&o.maxBody), "max-body-bytes", "request body limit of single calls (larger: 413)")
+	fs.Var(units.Flag(&o.maxBatchBody), "max-batch-body-bytes", "request body limit of batch calls (larger: 413)")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file holding a bearer token that mutating calls (POST, gRPC Place/PlaceBatch/Complete/CompleteBatch) must send; reads stay open")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate: enables TLS on the HTTP and gRPC listeners (with --tls-key)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
@@ -177,8 +177,13 @@ func buildConfig(o options, log *slog.Logger) (scheduler.Config, error) {
 	case o.localityWait < 0:
 		return cfg, fmt.Errorf("--locality-wait %v: want a duration >= 0", o.localityWait)
 	}
-	if o.blockSize < 0 || o.maxBody <= 0 || o.maxBatchBody <= 0 {
-		return cfg, errors.New("--block-size, --max-body-bytes and --max-batch-body-bytes must be positive")
+	switch {
+	case o.blockSize < 0:
+		return cfg, fmt.Errorf("--block-size %d: want a size > 0, or leave it unset to take the cache nodes'", o.blockSize)
+	case o.maxBody <= 0:
+		return cfg, fmt.Errorf("--max-body-bytes %d: want a size > 0", o.maxBody)
+	case o.maxBatchBody <= 0:
+		return cfg, fmt.Errorf("--max-batch-body-bytes %d: want a size > 0", o.maxBatchBody)
 	}
 	if o.etcdSessionTTL%time.Second != 0 {
 		return cfg, fmt.Errorf("--etcd-session-ttl %v: want whole seconds", o.etcdSessionTTL)

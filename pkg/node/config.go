@@ -271,6 +271,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: slots %d < 0", ErrInvalidConfig, c.Slots)
 	case c.PageSize < 0 || c.BlockSize < 0:
 		return fmt.Errorf("%w: page size %d and block size %d must be > 0", ErrInvalidConfig, c.PageSize, c.BlockSize)
+	case c.PageSize%512 != 0 || c.PageSize < cache.MinPageSize || c.PageSize > cache.MaxPageSize:
+		return fmt.Errorf("%w: --page-size %s: want a multiple of 512 bytes from %s to %s that divides --block-size",
+			ErrInvalidConfig, membership.FormatBytes(int64(c.PageSize)), membership.FormatBytes(cache.MinPageSize), membership.FormatBytes(cache.MaxPageSize))
 	case c.BlockSize%int64(c.PageSize) != 0:
 		return fmt.Errorf("%w: page size %s does not divide block size %s", ErrInvalidConfig,
 			membership.FormatBytes(int64(c.PageSize)), membership.FormatBytes(c.BlockSize))
@@ -278,10 +281,14 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: cache size %d and memory size %d must be >= 0", ErrInvalidConfig, c.CacheSize, c.MemorySize)
 	case c.CacheDir != "" && c.CacheSize == 0:
 		return fmt.Errorf("%w: a cache directory needs a cache size (--cache-size)", ErrInvalidConfig)
+	case c.CacheDir == "" && c.MemorySize < int64(c.PageSize):
+		return fmt.Errorf("%w: --memory-size %s holds no page of --page-size %s: want at least one page (or a --cache-dir)",
+			ErrInvalidConfig, membership.FormatBytes(c.MemorySize), membership.FormatBytes(int64(c.PageSize)))
 	case c.Replication < 0 || c.Replication > membership.MaxReplication:
 		return fmt.Errorf("%w: replication %d outside [1, %d]", ErrInvalidConfig, c.Replication, membership.MaxReplication)
 	case c.StatTTL < 0 || c.DrainTimeout < 0 || c.JoinTimeout < 0 || c.PeerIdleTimeout < 0 || c.PeerBackoff < 0:
-		return fmt.Errorf("%w: negative duration", ErrInvalidConfig)
+		return fmt.Errorf("%w: negative duration (--stat-ttl %v, --drain-timeout %v, --join-timeout %v, --peer-idle-timeout %v, --peer-backoff %v): want 0 (the default) or more",
+			ErrInvalidConfig, c.StatTTL, c.DrainTimeout, c.JoinTimeout, c.PeerIdleTimeout, c.PeerBackoff)
 	case (c.TLSCertFile == "") != (c.TLSKeyFile == ""):
 		return fmt.Errorf("%w: --tls-cert and --tls-key go together", ErrInvalidConfig)
 	case c.TLSCAFile != "" && c.TLSCertFile == "":

@@ -260,7 +260,8 @@ func (c *Config) validate() error {
 	case c.MaxQueueWait < 0 || c.MaxWait < 0 || c.JoinTimeout < 0:
 		return fmt.Errorf("%w: negative duration (max queue wait %v, max wait %v, join timeout %v)", ErrInvalidConfig, c.MaxQueueWait, c.MaxWait, c.JoinTimeout)
 	case c.MaxBatchTasks < 0 || c.MaxBodyBytes < 0 || c.MaxBatchBodyBytes < 0 || c.LostLog < 0:
-		return fmt.Errorf("%w: negative limit", ErrInvalidConfig)
+		return fmt.Errorf("%w: negative limit (--max-batch-tasks %d, --max-body-bytes %d, --max-batch-body-bytes %d, lost-log %d): want 0 (the default) or more",
+			ErrInvalidConfig, c.MaxBatchTasks, c.MaxBodyBytes, c.MaxBatchBodyBytes, c.LostLog)
 	case c.AuthToken != strings.TrimSpace(c.AuthToken):
 		return fmt.Errorf("%w: the auth token has leading or trailing white space", ErrInvalidConfig)
 	}
