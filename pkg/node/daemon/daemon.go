@@ -116,7 +116,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM CA: require client certificates signed by it (mTLS) and verify peers with it")
 	fs.DurationVar(&o.statTTL, "stat-ttl", node.DefaultStatTTL, "how long an object's size and version are trusted before asking the origin again: after a rewrite in the origin, reads whose pages are all cached may serve the previous version (whole, never mixed) for up to this long; lower it for fresher reads at the cost of more HEAD requests to the origin")
-	fs.DurationVar(&o.drainTimeout, "drain-timeout", node.DefaultDrainTimeout, "on SIGTERM, how long to wait for in-flight reads before leaving")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", node.DefaultDrainTimeout, "on SIGTERM, how long to wait for in-flight reads before leaving; the whole shutdown takes at most this plus 15s (set Kubernetes' terminationGracePeriodSeconds above that)")
 	fs.DurationVar(&o.joinTimeout, "join-timeout", node.DefaultJoinTimeout, "how long to keep retrying --join while no member answers")
 	fs.DurationVar(&o.peerIdleTimeout, "peer-idle-timeout", node.DefaultPeerIdleTimeout, "a peer read silent this long continues from the origin")
 	fs.StringVar(&o.gatewayRegion, "gateway-region", "", "region the S3 gateway reports for GetBucketLocation")
