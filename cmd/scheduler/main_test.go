@@ -34,7 +34,7 @@ func TestFlagsPerDesign(t *testing.T) {
 	var o options
 	fs := newFlags(&o, io.Discard)
 	want := map[string]string{
-		"gossip-addr": "127.0.0.1:7946", "join": "", "grpc-addr": "127.0.0.1:7071", "http-addr": "127.0.0.1:8080",
+		"gossip-addr": "127.0.0.1:7947", "join": "", "grpc-addr": "127.0.0.1:7071", "http-addr": "127.0.0.1:8080",
 		"etcd-endpoints": "", "locality-wait": "3s", "auth-token-file": "",
 		"tls-cert": "", "tls-key": "", "tls-ca": "", "gossip-key-file": "", "node-id": "", "replication": "0",
 	}

@@ -17,9 +17,12 @@ import (
 // Defaults for the zero fields of Config (DESIGN.md fixes the addresses and
 // the locality wait).
 const (
-	DefaultHTTPAddr     = "127.0.0.1:8080"
-	DefaultGRPCAddr     = "127.0.0.1:7071"
-	DefaultGossipAddr   = membership.DefaultBindAddr // 127.0.0.1:7946
+	DefaultHTTPAddr = "127.0.0.1:8080"
+	DefaultGRPCAddr = "127.0.0.1:7071"
+	// DefaultGossipAddr is one port above the cache node's default
+	// (membership.DefaultBindAddr, 127.0.0.1:7946), so a scheduler and a
+	// node started with their defaults on one host do not collide.
+	DefaultGossipAddr   = "127.0.0.1:7947"
 	DefaultLocalityWait = 3 * time.Second
 	// DefaultReplication is the replication placement uses while no cache
 	// node announces one (see Config.Replication): the nodes' default.
@@ -71,7 +74,7 @@ type Config struct {
 	NodeID string
 
 	// GossipAddr is the memberlist bind address "ip:port" (default
-	// 127.0.0.1:7946; port 0 picks a free one); GossipAdvertiseAddr the
+	// 127.0.0.1:7947; port 0 picks a free one); GossipAdvertiseAddr the
 	// address others reach it at when different.
 	GossipAddr          string
 	GossipAdvertiseAddr string
