@@ -224,6 +224,10 @@ func schedulerError(url, what string, err error) error {
 // nodeError turns a cache-node call's error into one line, naming the
 // node when it could not be reached.
 func nodeError(addr, what string, err error) error {
+	if msg := grpcMessage(err); errors.Is(err, client.ErrNodeUnavailable) && strings.HasPrefix(msg, "origin") {
+		// The node answered: its origin is what failed.
+		return fmt.Errorf("%s: the cache node at %s could not read the origin: %s", what, addr, msg)
+	}
 	if errors.Is(err, client.ErrNodeUnavailable) {
 		return fmt.Errorf("cannot reach the cache node at %s (%s): is it running, and is --node its --grpc-addr (with the --tls-* flags if it uses TLS)?", addr, grpcMessage(err))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,7 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/locuscache/locus/internal/localcluster"
+	"github.com/locuscache/locus/pkg/client"
 	"github.com/locuscache/locus/pkg/node/nodetest"
 	"github.com/locuscache/locus/pkg/origin"
 	"github.com/locuscache/locus/pkg/parquetx"
@@ -171,5 +176,20 @@ func TestStatBadArguments(t *testing.T) {
 	h := locusctl(t, "stat", "--help")
 	if h.code != 0 || !strings.Contains(h.stderr, "--tls-ca") || !strings.Contains(h.stderr, "Examples:") {
 		t.Errorf("stat --help: %v", h)
+	}
+}
+
+// TestNodeErrorNamesTheOrigin: a node that answers UNAVAILABLE because its
+// origin failed is not reported as a node that cannot be reached.
+func TestNodeErrorNamesTheOrigin(t *testing.T) {
+	originDown := fmt.Errorf("%w: 127.0.0.5:7070: %w", client.ErrNodeUnavailable,
+		status.Error(codes.Unavailable, "origin: store unavailable: s3 HEAD: connection refused"))
+	if got := nodeError("127.0.0.5:7070", "stat", originDown).Error(); !strings.Contains(got, "could not read the origin: origin: store unavailable") || strings.Contains(got, "cannot reach the cache node") {
+		t.Errorf("origin down: %q", got)
+	}
+	unreachable := fmt.Errorf("%w: 127.0.0.5:7070: %w", client.ErrNodeUnavailable,
+		status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.5:7070: connect: connection refused"`))
+	if got := nodeError("127.0.0.5:7070", "stat", unreachable).Error(); !strings.Contains(got, "cannot reach the cache node at 127.0.0.5:7070") {
+		t.Errorf("node down: %q", got)
 	}
 }
