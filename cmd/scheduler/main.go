@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -139,18 +140,33 @@ func run(args []string, lookup func(string) (string, bool), stderr io.Writer) in
 	}
 	cfg, err := buildConfig(o, d.Log)
 	if err != nil {
-		return d.Fail(daemonmain.ExitUsage, err)
+		return d.Fail(exitCode(err), err)
 	}
 	s, err := scheduler.New(cfg)
 	if err != nil {
-		return d.Fail(daemonmain.ExitUsage, err)
+		return d.Fail(exitCode(err), err)
 	}
 	ctx, stop := daemonmain.SignalContext(context.Background())
 	defer stop()
 	if err := serve(ctx, s, o.shutdownTimeout, d.Log); err != nil {
-		return d.Fail(daemonmain.ExitFailure, err)
+		code := daemonmain.ExitFailure
+		if errors.Is(err, membership.ErrKeyLength) || errors.Is(err, membership.ErrInvalidConfig) {
+			code = daemonmain.ExitUsage
+		}
+		return d.Fail(code, err)
 	}
 	return daemonmain.ExitOK
+}
+
+// exitCode is the exit code of an error building the scheduler: ExitUsage
+// for flag values it refuses, ExitFailure for a file it cannot read (a
+// TLS certificate, the auth token), as the cache node does.
+func exitCode(err error) int {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return daemonmain.ExitFailure
+	}
+	return daemonmain.ExitUsage
 }
 
 // buildConfig turns the flags into a scheduler.Config (reading the token,

@@ -90,7 +90,8 @@ func TestBuildConfig(t *testing.T) {
 	}
 }
 
-// TestBadFlagsExit: bad flags exit 2 with one line on stderr; --help 0.
+// TestBadFlagsExit: bad flags exit 2 with one line on stderr, files that
+// cannot be read 1; --help 0.
 func TestBadFlagsExit(t *testing.T) {
 	for _, args := range [][]string{{"--nope"}, {"--replication=x"}, {"extra"}, {"--log-level=loud"}, {"--replication=99"}} {
 		var stderr bytes.Buffer
@@ -99,6 +100,14 @@ func TestBadFlagsExit(t *testing.T) {
 		}
 		if !strings.HasPrefix(stderr.String(), "scheduler: ") {
 			t.Errorf("%v: stderr %q", args, stderr.String())
+		}
+	}
+	// A file it cannot read is not a usage error: exit 1, as the cache node.
+	for _, args := range [][]string{{"--tls-cert=/no/cert.pem", "--tls-key=/no/key.pem"}, {"--auth-token-file=/no/token"}} {
+		var stderr bytes.Buffer
+		args = append(args, "--http-addr=127.0.0.1:0", "--grpc-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0")
+		if code := run(args, func(string) (string, bool) { return "", false }, &stderr); code != 1 {
+			t.Errorf("%v: exit %d, want 1 (%s)", args, code, stderr.String())
 		}
 	}
 	var stderr bytes.Buffer

@@ -18,13 +18,13 @@ import (
 const (
 	// ExitOK: a clean shutdown after SIGTERM or SIGINT, or --help.
 	ExitOK = 0
-	// ExitFailure: the daemon could not start (the cache node's unusable
-	// configurations, a listener that cannot bind) or failed while
+	// ExitFailure: the daemon could not start (a file it needs is
+	// missing or unreadable, a listener that cannot bind) or failed while
 	// serving.
 	ExitFailure = 1
 	// ExitUsage: the command line is wrong: a bad flag, flag value,
-	// environment variable or positional argument (and, for the
-	// scheduler, flag values its Config refuses).
+	// environment variable or positional argument, or flag values the
+	// daemon's Config refuses (an impossible combination).
 	ExitUsage = 2
 )
 

@@ -31,6 +31,7 @@ import (
 	"github.com/locuscache/locus/internal/daemonmain"
 	"github.com/locuscache/locus/internal/flagenv"
 	"github.com/locuscache/locus/internal/units"
+	"github.com/locuscache/locus/pkg/cache"
 	"github.com/locuscache/locus/pkg/gateway"
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/node"
@@ -140,9 +141,41 @@ func Main(args []string, lookup func(string) (string, bool), stderr io.Writer) i
 	ctx, stop := daemonmain.SignalContext(context.Background())
 	defer stop()
 	if err := serve(ctx, o, d.Log); err != nil {
+		if isUsage(err) {
+			return d.Fail(daemonmain.ExitUsage, err)
+		}
 		return d.Fail(daemonmain.ExitFailure, err)
 	}
 	return daemonmain.ExitOK
+}
+
+// errUsage marks an error in a flag's value found after parsing.
+var errUsage = errors.New("bad flag value")
+
+// usageErrorf is an error in a flag's value: Main exits with ExitUsage.
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// usageError reads as its own message and matches errUsage.
+type usageError struct{ err error }
+
+func (u usageError) Error() string        { return u.err.Error() }
+func (u usageError) Unwrap() error        { return u.err }
+func (u usageError) Is(target error) bool { return target == errUsage }
+
+// isUsage reports whether err is about the command line (a flag's value,
+// an impossible combination, a key file of the wrong length) rather than
+// the running system: Main exits with ExitUsage (2) for those, as for a
+// flag that does not parse.
+func isUsage(err error) bool {
+	for _, sentinel := range []error{errUsage, node.ErrInvalidConfig, cache.ErrInvalidConfig,
+		gateway.ErrInvalidConfig, membership.ErrInvalidConfig, membership.ErrKeyLength} {
+		if errors.Is(err, sentinel) {
+			return true
+		}
+	}
+	return false
 }
 
 // serve runs the node until ctx ends (a signal), then stops it.
@@ -163,7 +196,7 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 	case "loopback":
 		tuning = membership.LoopbackTuning()
 	default:
-		return fmt.Errorf("--gossip-tuning %q: want lan or loopback", o.gossipTuning)
+		return usageErrorf("--gossip-tuning %q: want lan or loopback", o.gossipTuning)
 	}
 	var verifyAlways bool
 	switch o.cacheVerify {
@@ -171,10 +204,10 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 	case "always":
 		verifyAlways = true
 	default:
-		return fmt.Errorf("--cache-verify %q: want first-read or always", o.cacheVerify)
+		return usageErrorf("--cache-verify %q: want first-read or always", o.cacheVerify)
 	}
 	if o.pageSize > 1<<30 {
-		return fmt.Errorf("--page-size %s is too large", units.FormatBytes(o.pageSize))
+		return usageErrorf("--page-size %s is too large: want at most %s", units.FormatBytes(o.pageSize), units.FormatBytes(cache.MaxPageSize))
 	}
 	buckets, err := parseBuckets(o.gatewayBuckets)
 	if err != nil {
@@ -260,10 +293,10 @@ func parseBuckets(pairs []string) (map[string]string, error) {
 	for _, p := range pairs {
 		name, prefix, ok := strings.Cut(p, "=")
 		if !ok || name == "" || prefix == "" {
-			return nil, fmt.Errorf("--gateway-bucket %q: want name=uri-prefix", p)
+			return nil, usageErrorf("--gateway-bucket %q: want name=uri-prefix", p)
 		}
 		if prev, dup := m[name]; dup {
-			return nil, fmt.Errorf("--gateway-bucket: bucket %q is mapped twice (to %s and %s)", name, prev, prefix)
+			return nil, usageErrorf("--gateway-bucket: bucket %q is mapped twice (to %s and %s)", name, prev, prefix)
 		}
 		m[name] = prefix
 	}

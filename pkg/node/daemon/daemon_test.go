@@ -33,8 +33,9 @@ func TestFlagsPerDesign(t *testing.T) {
 	}
 }
 
-// TestBadConfigExits: bad flags exit 2, unusable configurations exit 1,
-// each with one line on stderr.
+// TestBadConfigExits: bad flags and flag values the configuration refuses
+// exit 2; a configuration the system cannot run (a missing file, an
+// address that cannot be bound) exits 1; each with one line on stderr.
 func TestBadConfigExits(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
@@ -49,16 +50,16 @@ func TestBadConfigExits(t *testing.T) {
 		{"bad size in env", nil, map[string]string{"LOCUS_MEMORY_SIZE": "huge"}, 2, "LOCUS_MEMORY_SIZE"},
 		{"positional", []string{"extra"}, nil, 2, "unexpected"},
 		{"bad log level", []string{"--log-level=loud"}, nil, 2, "log-level"},
-		{"cache dir without size", []string{"--cache-dir=" + dir, "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "cache-size"},
-		{"cert without key", []string{"--tls-cert=/x.pem", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "tls-key"},
+		{"cache dir without size", []string{"--cache-dir=" + dir, "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 2, "cache-size"},
+		{"cert without key", []string{"--tls-cert=/x.pem", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 2, "tls-key"},
 		{"missing cert file", []string{"--tls-cert=/nope.pem", "--tls-key=/nope-key.pem", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "nope.pem"},
-		{"page size not dividing block", []string{"--page-size=3MiB", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "does not divide"},
-		{"bad gossip tuning", []string{"--gossip-tuning=wan"}, nil, 1, "gossip-tuning"},
-		{"bad cache verify", []string{"--cache-verify=sometimes"}, nil, 1, "cache-verify"},
+		{"page size not dividing block", []string{"--page-size=3MiB", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 2, "does not divide"},
+		{"bad gossip tuning", []string{"--gossip-tuning=wan"}, nil, 2, "gossip-tuning"},
+		{"bad cache verify", []string{"--cache-verify=sometimes"}, nil, 2, "cache-verify"},
 		{"missing file root", []string{"--origin-file-root=/no/such/dir"}, nil, 1, "origin-file-root"},
 		{"missing key file", []string{"--gossip-key-file=/no/key", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "key"},
-		{"bad gateway bucket", []string{"--gateway-bucket=lake"}, nil, 1, "gateway-bucket"},
-		{"gateway bucket named twice", []string{"--gateway-bucket=lake=s3://bkt/a/,lake=s3://bkt/b/"}, nil, 1, "gateway-bucket"},
+		{"bad gateway bucket", []string{"--gateway-bucket=lake"}, nil, 2, "gateway-bucket"},
+		{"gateway bucket named twice", []string{"--gateway-bucket=lake=s3://bkt/a/,lake=s3://bkt/b/"}, nil, 2, "gateway-bucket"},
 		{"unbindable address", []string{"--grpc-addr=192.0.2.1:1", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "gRPC listener"},
 	}
 	for _, tc := range tests {
