@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -19,12 +20,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 )
 
 // S3Config configures an S3Store. The zero value (after validation) talks
 // to AWS S3 with the standard credential chain.
 type S3Config struct {
-	// Endpoint overrides the endpoint URL, e.g. "http://127.0.0.1:7070" for
+	// Endpoint overrides the endpoint URL, e.g. "http://127.0.0.1:9000" for
 	// an S3-compatible store. Empty: AWS's own endpoint resolution (also
 	// honours AWS_ENDPOINT_URL). Flag --origin-s3-endpoint.
 	Endpoint string
@@ -79,6 +81,10 @@ type S3Config struct {
 	// included), e.g. to count locus_origin_requests_total{status}. It runs
 	// on the request's goroutine and must not block.
 	Observe func(Attempt)
+	// Logger receives the AWS SDK's own log lines (a credential provider
+	// falling back to IMDSv1, say), as warnings with component=aws-sdk,
+	// so they keep the daemon's log format. Default: slog.Default().
+	Logger *slog.Logger
 }
 
 // Attempt describes one HTTP attempt made by an S3Store.
@@ -180,6 +186,7 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 				o.BaseDelay = cfg.BaseBackoff
 			})
 		}),
+		config.WithLogger(sdkLogger(cfg.Logger)),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
 		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
 	}
@@ -557,4 +564,22 @@ func isTimeout(err error) bool {
 func isRetryExhausted(err error) bool {
 	var me *retry.MaxAttemptsError
 	return errors.As(err, &me)
+}
+
+// sdkLogger adapts log to the AWS SDK's logger, so that the SDK writes
+// nothing to stderr of its own (its default logger prints plain text,
+// which breaks a JSON log). A warning stays a warning; debug lines stay
+// debug.
+func sdkLogger(log *slog.Logger) logging.Logger {
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("component", "aws-sdk")
+	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		level := slog.LevelWarn
+		if c == logging.Debug {
+			level = slog.LevelDebug
+		}
+		log.Log(context.Background(), level, fmt.Sprintf(format, v...))
+	})
 }

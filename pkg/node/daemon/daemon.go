@@ -106,7 +106,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.cachePolicy, "cache-policy", "", "cache eviction policy: locus or lru (default locus)")
 	fs.StringVar(&o.cacheVerify, "cache-verify", "first-read", "when disk pages' checksums are checked: first-read (the first read after a restart re-indexed the page; pages this process wrote are trusted, but pages served to other nodes' peer reads are always checked) or always (every read; about half the speed of disk hits, for disks not trusted to return what was written)")
 	fs.BoolVar(&o.sizer, "cache-sizing", true, "estimate the hit ratio at 0.25x-4x the cache's size, simulating its own policy on a sample of page reads (locus_cache_estimated_hit_ratio; locusctl sizing); costs per page read on average: ~10ns at a million pages, ~0.35us at ~1,000, more on smaller caches (~5us at 64 pages)")
-	fs.StringVar(&o.s3Endpoint, "origin-s3-endpoint", "", "S3 endpoint URL for S3-compatible stores, e.g. http://127.0.0.1:7070 (default: AWS)")
+	fs.StringVar(&o.s3Endpoint, "origin-s3-endpoint", "", "S3 endpoint URL for S3-compatible stores, e.g. http://127.0.0.1:9000 (default: AWS)")
 	fs.StringVar(&o.s3Region, "origin-s3-region", "", "S3 region (default: from the AWS configuration, else us-east-1)")
 	fs.BoolVar(&o.s3PathStyle, "origin-s3-path-style", false, "address S3 buckets by path (http://host/bucket/key), as most S3-compatible stores need")
 	fs.DurationVar(&o.s3Timeout, "origin-s3-timeout", origin.DefaultS3Timeout, "bound on one S3 call, retries included")
@@ -181,7 +181,7 @@ func isUsage(err error) bool {
 // serve runs the node until ctx ends (a signal), then stops it.
 func serve(ctx context.Context, o options, log *slog.Logger) error {
 	var nodeRef atomic.Pointer[node.Node]
-	store, err := buildOrigin(ctx, o, func(a origin.Attempt) {
+	store, err := buildOrigin(ctx, o, log, func(a origin.Attempt) {
 		if n := nodeRef.Load(); n != nil {
 			n.ObserveOriginAttempt(a)
 		}
@@ -265,10 +265,10 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 
 // buildOrigin builds the origin store: S3 always (credentials from the AWS
 // chain), files when --origin-file-root is set.
-func buildOrigin(ctx context.Context, o options, observe func(origin.Attempt)) (origin.Store, error) {
+func buildOrigin(ctx context.Context, o options, log *slog.Logger, observe func(origin.Attempt)) (origin.Store, error) {
 	s3s, err := origin.NewS3Store(ctx, origin.S3Config{
 		Endpoint: o.s3Endpoint, Region: o.s3Region, PathStyle: o.s3PathStyle,
-		Timeout: o.s3Timeout, Observe: observe,
+		Timeout: o.s3Timeout, Observe: observe, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("S3 origin: %w", err)
