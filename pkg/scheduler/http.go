@@ -320,5 +320,6 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // "must be > 0", not "must be \u003e 0": the body is JSON, not HTML
 	_ = enc.Encode(v)
 }
