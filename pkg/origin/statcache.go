@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +77,14 @@ type StatCache struct {
 	mu  sync.Mutex                        // guards lru
 	lru *simplelru.LRU[string, statEntry] // uri → entry
 
+	// gens counts invalidations per stripe of URIs (maphash of the URI).
+	// A Stat flight is keyed by its URI and stripe generation and stores
+	// its answer only if the generation did not move meanwhile: a Stat
+	// after an Invalidate neither joins a store call that began before it
+	// nor finds that call's (possibly old) answer cached.
+	gens [64]atomic.Uint64
+	seed maphash.Seed
+
 	hits, misses, revalidations, changed atomic.Uint64
 }
 
@@ -95,7 +105,12 @@ func NewStatCache(store Store, cfg StatCacheConfig) (*StatCache, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &StatCache{store: store, cfg: cfg, lru: lru}, nil
+	return &StatCache{store: store, cfg: cfg, lru: lru, seed: maphash.MakeSeed()}, nil
+}
+
+// gen is the invalidation counter of uri's stripe.
+func (c *StatCache) gen(uri string) *atomic.Uint64 {
+	return &c.gens[maphash.String(c.seed, uri)%uint64(len(c.gens))]
 }
 
 // Stat implements Store.
@@ -113,7 +128,8 @@ func (c *StatCache) Stat(ctx context.Context, uri string) (Info, error) {
 	} else {
 		c.misses.Add(1)
 	}
-	ch := c.group.DoChan(uri, func() (any, error) {
+	g := c.gen(uri).Load()
+	ch := c.group.DoChan(uri+"\x00"+strconv.FormatUint(g, 10), func() (any, error) {
 		// Detached from the first caller's cancellation so that one
 		// caller giving up does not fail the others; the store's own
 		// timeout still bounds the call.
@@ -124,7 +140,7 @@ func (c *StatCache) Stat(ctx context.Context, uri string) (Info, error) {
 			}
 			return Info{}, err
 		}
-		c.put(uri, info)
+		c.putIf(uri, info, g)
 		return info, nil
 	})
 	select {
@@ -143,15 +159,24 @@ func (c *StatCache) Stat(ctx context.Context, uri string) (Info, error) {
 }
 
 func (c *StatCache) put(uri string, info Info) {
+	c.putIf(uri, info, c.gen(uri).Load())
+}
+
+// putIf caches info unless uri's stripe was invalidated since generation g.
+func (c *StatCache) putIf(uri string, info Info, g uint64) {
 	expires := c.cfg.Now().Add(c.cfg.TTL)
 	c.mu.Lock()
-	c.lru.Add(uri, statEntry{info: info, expires: expires})
+	if c.gen(uri).Load() == g {
+		c.lru.Add(uri, statEntry{info: info, expires: expires})
+	}
 	c.mu.Unlock()
 }
 
-// Invalidate drops the entry for uri.
+// Invalidate drops the entry for uri; a Stat of uri already in flight will
+// not cache its answer.
 func (c *StatCache) Invalidate(uri string) {
 	c.mu.Lock()
+	c.gen(uri).Add(1)
 	c.lru.Remove(uri)
 	c.mu.Unlock()
 }

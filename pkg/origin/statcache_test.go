@@ -184,3 +184,55 @@ func TestStatCacheConfigValidate(t *testing.T) {
 		t.Error("nil store accepted")
 	}
 }
+
+// slowStat answers Stat with what the store says when called, but only
+// when released: a HEAD that read the old version and arrives late.
+type slowStat struct {
+	origin.Store
+	release chan struct{}
+	started chan struct{}
+}
+
+func (s *slowStat) Stat(ctx context.Context, uri string) (origin.Info, error) {
+	info, err := s.Store.Stat(ctx, uri)
+	if s.started != nil {
+		s.started <- struct{}{}
+		<-s.release
+	}
+	return info, err
+}
+
+// A Stat after Invalidate neither joins a store call that began before the
+// invalidation nor finds that call's old answer cached afterwards.
+func TestStatCacheInvalidateDuringFlight(t *testing.T) {
+	mem := origintest.NewMemStore()
+	mem.Put("mem://a", []byte("old"))
+	slow := &slowStat{Store: mem, release: make(chan struct{}), started: make(chan struct{})}
+	c, _ := origin.NewStatCache(slow, origin.StatCacheConfig{TTL: time.Hour})
+	ctx := context.Background()
+	old := make(chan origin.Info, 1)
+	go func() {
+		info, err := c.Stat(ctx, "mem://a")
+		if err != nil {
+			t.Error(err)
+		}
+		old <- info
+	}()
+	<-slow.started // the flight has read the old version
+	mem.Put("mem://a", []byte("new!"))
+	c.Invalidate("mem://a") // as a read refused by the origin does
+	slow.started = nil      // later store calls answer at once
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	info, err := c.Stat(tctx, "mem://a") // joining the old flight would wait for it
+	if err != nil || info.Size != 4 {
+		t.Fatalf("Stat after Invalidate: %+v, %v; want the new object (4 bytes), not the old flight's answer", info, err)
+	}
+	close(slow.release)
+	if o := <-old; o.Size != 3 {
+		t.Fatalf("the first Stat: %+v, want the old object it read", o)
+	}
+	if info, _ := c.Stat(ctx, "mem://a"); info.Size != 4 {
+		t.Fatalf("cached after the old flight ended: %+v, want the new object", info)
+	}
+}
