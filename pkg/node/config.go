@@ -285,7 +285,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: --memory-size %s holds no page of --page-size %s: want at least one page (or a --cache-dir)",
 			ErrInvalidConfig, membership.FormatBytes(c.MemorySize), membership.FormatBytes(int64(c.PageSize)))
 	case c.Replication < 0 || c.Replication > membership.MaxReplication:
-		return fmt.Errorf("%w: replication %d outside [1, %d]", ErrInvalidConfig, c.Replication, membership.MaxReplication)
+		return fmt.Errorf("%w: --replication %d: want 1 to %d (0: the default, %d)", ErrInvalidConfig, c.Replication, membership.MaxReplication, DefaultReplication)
 	case c.StatTTL < 0 || c.DrainTimeout < 0 || c.JoinTimeout < 0 || c.PeerIdleTimeout < 0 || c.PeerBackoff < 0:
 		return fmt.Errorf("%w: negative duration (--stat-ttl %v, --drain-timeout %v, --join-timeout %v, --peer-idle-timeout %v, --peer-backoff %v): want 0 (the default) or more",
 			ErrInvalidConfig, c.StatTTL, c.DrainTimeout, c.JoinTimeout, c.PeerIdleTimeout, c.PeerBackoff)
