@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -36,6 +37,32 @@ type LogFlags struct {
 	Format string
 }
 
+// Version describes the running binary: the main module's version (a
+// tag, or "(devel)" for a source build) and, when the build recorded it,
+// the VCS revision and whether the tree was modified.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += " " + rev + modified
+	}
+	return v + " " + bi.GoVersion
+}
+
 // Logger returns the slog logger the flags describe, writing to w, or an
 // error naming the bad flag.
 func (l LogFlags) Logger(w io.Writer) (*slog.Logger, error) {
@@ -62,6 +89,7 @@ func NewFlagSet(name, summary string, stderr io.Writer, log *LogFlags) *flag.Fla
 	fs.SetOutput(stderr)
 	fs.StringVar(&log.Level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&log.Format, "log-format", "text", "log format on stderr: text or json")
+	fs.Bool("version", false, "print the version (module version, VCS revision, Go version) and exit")
 	fs.Usage = flagenv.Usage(fs, summary)
 	return fs
 }
@@ -98,6 +126,10 @@ func Parse(fs *flag.FlagSet, args []string, lookup func(string) (string, bool), 
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s: unexpected arguments %q (flags only; see --help)\n", name, fs.Args())
 		return nil, ExitUsage, false
+	}
+	if v := fs.Lookup("version"); v != nil && v.Value.String() == "true" {
+		fmt.Fprintf(stderr, "%s %s\n", name, Version())
+		return nil, ExitOK, false
 	}
 	logger, err := log.Logger(stderr)
 	if err != nil {

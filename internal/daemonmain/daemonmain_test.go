@@ -111,3 +111,18 @@ func TestSignalContext(t *testing.T) {
 		stop()
 	}
 }
+
+// TestVersion: --version prints the daemon's name and build version on one
+// line and exits 0 without starting anything.
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	var log LogFlags
+	fs := NewFlagSet("demo", "a daemon", &out, &log)
+	d, code, ok := Parse(fs, []string{"--version"}, func(string) (string, bool) { return "", false }, &log)
+	if d != nil || ok || code != ExitOK {
+		t.Fatalf("Parse(--version) = %v, %d, %v; want nil, ExitOK, false", d, code, ok)
+	}
+	if got := out.String(); !strings.HasPrefix(got, "demo ") || !strings.Contains(got, "go1.") || strings.Count(got, "\n") != 1 {
+		t.Fatalf("--version printed %q; want one line: the name, the version and the Go version", got)
+	}
+}
