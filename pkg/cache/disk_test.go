@@ -377,6 +377,55 @@ func TestDiskFullAtStart(t *testing.T) {
 	}
 }
 
+// A warm restart on a disk that has filled up since (the slab files already
+// hold their space) keeps every slab and its pages: reusing an allocated
+// slab takes no new space, so the reserve does not apply to it.
+func TestWarmRestartOnFullDiskKeepsSlabs(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (%v: %s)", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	cdir := filepath.Join(dir, "cache")
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/warm", "v", 12<<20)
+	cfg := cache.Config{Origin: org, Dir: cdir, CapacityBytes: 8 << 20, SlabSize: 1 << 20, PageSize: testPage, Policy: "lru"}
+	c, err := cache.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := c.Stats()
+	if st.Degraded {
+		t.Fatalf("setup: degraded on an empty 16 MiB disk: %s", st.DegradedReason)
+	}
+	mustGet(t, c, obj, 0, obj.Size) // fill every slot
+	pages := c.Stats().ResidentPages
+	capPages := st.CapacityPages
+	c.Close()
+
+	// Something else fills the disk, leaving less than the reserve free.
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(fs.Bavail) * int64(fs.Bsize)
+	filler := free - 256<<10
+	if err := os.WriteFile(filepath.Join(dir, "other"), make([]byte, filler), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	c2, err := cache.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	st2 := c2.Stats()
+	if st2.Degraded || st2.CapacityPages != capPages || st2.ReindexedPages != pages {
+		t.Fatalf("warm restart on a disk with 256 KiB free: degraded %v (%q), %d of %d slots, %d of %d pages re-indexed; want every slab and page kept (they take no new space)",
+			st2.Degraded, st2.DegradedReason, st2.CapacityPages, capPages, st2.ReindexedPages, pages)
+	}
+}
+
 // ENOSPC injected into fallocate at start and into writes later.
 func TestDiskFullInjected(t *testing.T) {
 	org := cachetest.NewOrigin()

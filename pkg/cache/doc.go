@@ -132,8 +132,9 @@
 // If the disk is too full to preallocate every slab, New keeps the slabs
 // that fit and caches on them, or runs with none and passes every read
 // through to the origin. It asks the file system first and stops short of
-// its end: the slabs may use the free space (and that of the slab files
-// already there) less 5% of the file system, at most 1 GiB, so a capacity
+// its end: the slabs may use the space the slab files already there hold
+// (a warm restart on a disk that filled up since keeps them all) and the
+// free space less 5% of the file system, at most 1 GiB, so a capacity
 // larger than the disk never fills it for the rest of the machine;
 // preallocation failing with ENOSPC or EDQUOT (quotas) stops it too;
 // if a slab write fails later, the cache stops storing new pages and keeps

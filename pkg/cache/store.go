@@ -179,9 +179,9 @@ func openDiskStore(dir string, capacity, slabSize int64, pageSize int, hk *hooks
 			s.close()
 		}
 	}()
-	if fit, room, reserve, ok := slabsThatFit(dir, geos); ok && fit < len(geos) {
-		degraded = fmt.Sprintf("disk full: %s free in %s (keeping %s free for the rest of the machine): caching on %d of %d slabs",
-			units.HumanBytes(room), dir, units.HumanBytes(reserve), fit, len(geos))
+	if fit, free, reserve, ok := slabsThatFit(dir, geos); ok && fit < len(geos) {
+		degraded = fmt.Sprintf("disk full: %s free in %s besides the cache's own slab files (keeping %s free for the rest of the machine): caching on %d of %d slabs",
+			units.HumanBytes(free), dir, units.HumanBytes(reserve), fit, len(geos))
 		log.Warn("cache degraded", "reason", degraded)
 		geos = geos[:fit]
 	}
@@ -211,33 +211,39 @@ func openDiskStore(dir string, capacity, slabSize int64, pageSize int, hk *hooks
 	return s, degraded, nil
 }
 
-// slabsThatFit says how many of the slabs geos (in order) fit in the free
-// space of dir's file system, counting the space the slab files already
-// there hold (they are reused), and keeping reserve free: 5% of the file
-// system, at most 1 GiB, so that a cache size larger than the disk
-// degrades the cache instead of filling the disk for every other user. It
-// also returns the space it counted and the reserve. ok is false when the
-// file system cannot be asked (then preallocation alone finds out).
-func slabsThatFit(dir string, geos []slabGeometry) (fit int, room, reserve int64, ok bool) {
+// slabsThatFit says how many of the slabs geos (in order) fit: in the space
+// the slab files already there hold (they are reused, so a warm restart on
+// a full disk keeps them all) plus the free space of dir's file system
+// less a reserve, 5% of the file system and at most 1 GiB, so that a
+// cache size larger than the disk degrades the cache instead of filling
+// the disk for every other user. It also returns the free space and the
+// reserve. ok is false when the file system cannot be asked (then
+// preallocation alone finds out).
+func slabsThatFit(dir string, geos []slabGeometry) (fit int, free, reserve int64, ok bool) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return len(geos), 0, 0, false
 	}
-	bs := int64(st.Bsize)
-	room = int64(st.Bavail) * bs
+	bs := int64(st.Frsize) // statvfs counts blocks in fragment-size units
+	if bs == 0 {
+		bs = int64(st.Bsize)
+	}
+	free = int64(st.Bavail) * bs
 	reserve = min(int64(st.Blocks)*bs/20, 1<<30)
+	var held int64
 	for i := range geos {
 		var fst unix.Stat_t
 		if unix.Stat(filepath.Join(dir, slabName(i)), &fst) == nil {
-			room += fst.Blocks * 512 // the file's allocated bytes
+			held += fst.Blocks * 512 // the file's allocated bytes
 		}
 	}
+	budget := max(0, free-reserve) + held // the reserve is kept out of new space only
 	var need int64
-	for fit < len(geos) && need+geos[fit].fileSize <= room-reserve {
+	for fit < len(geos) && need+geos[fit].fileSize <= budget {
 		need += geos[fit].fileSize
 		fit++
 	}
-	return fit, room, reserve, true
+	return fit, free, reserve, true
 }
 
 func (s *diskStore) openSlab(path string, g slabGeometry, pageSize int, log *slog.Logger) (_ *slab, err error) {
