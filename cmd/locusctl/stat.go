@@ -18,7 +18,7 @@ const statUsage = `Usage: locusctl stat --node HOST:PORT URI [--columns] [--json
                      [--tls-ca F [--tls-cert F --tls-key F]]
 
 Asks a cache node about one object (gRPC Stat): its size, version (the S3
-ETag, or size+mtime for files: cached bytes are keyed by it, so a new
+ETag; for files size, mtime, inode and ctime: cached bytes are keyed by it, so a new
 version is never served from old bytes) and modification time. For a
 Parquet object, the node also returns its row groups from the footer (the
 node keeps footers in memory): offset, length and rows of each, which are

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/locuscache/locus/pkg/cache"
 	"github.com/locuscache/locus/pkg/origin"
 	"github.com/locuscache/locus/pkg/parquetx"
@@ -99,7 +102,9 @@ func (c *Client) read(ctx context.Context, nodeAddr string, req readpath.Request
 	}
 	var werr *writeError
 	var vErr *wrongVersionError
-	if errors.As(err, &werr) || errors.As(err, &vErr) || definitive(err) || errors.Is(err, ErrClosed) {
+	// DATA_LOSS: the node sent bytes it could not stand by (a peer served
+	// another version); no fallback can make the bytes already written right.
+	if errors.As(err, &werr) || errors.As(err, &vErr) || definitive(err) || errors.Is(err, ErrClosed) || status.Code(err) == codes.DataLoss {
 		return readpath.Summary{}, err
 	}
 	// The node failed.

@@ -64,8 +64,8 @@ var (
 	// version of the object than the one asked for (a peer that ignored
 	// ExpectedVersion), after its bytes arrived. A fill drops those bytes
 	// and continues from another owner or the origin; a read that already
-	// passed them on fails (gRPC UNAVAILABLE), since they cannot be taken
-	// back.
+	// passed them on fails with gRPC DATA_LOSS, which pkg/client does not
+	// continue from the origin: the bytes it received cannot be taken back.
 	ErrPeerVersion = fmt.Errorf("%w: the peer served another version", ErrPeer)
 )
 

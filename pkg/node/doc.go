@@ -35,7 +35,8 @@
 //     and end the read. A peer whose final summary names another version
 //     than the one asked for (it ignored ExpectedVersion) has already sent
 //     bytes that cannot be taken back: the read fails with ErrPeerVersion
-//     (UNAVAILABLE), and a replica's fill drops them (below).
+//     (DATA_LOSS, which pkg/client does not continue from the origin), and
+//     a replica's fill drops them (below).
 //
 // Every piece of one read comes from one version of the object: local
 // pages are keyed by version, peers are asked for that version, and origin

@@ -19,8 +19,8 @@ import (
 // plus the node's own sentinels:
 //
 //	INVALID_ARGUMENT     no such row group or column, row groups of an object that is not Parquet
-//	UNAVAILABLE          node stopping (ErrStopped), no owner reachable (ErrOwnerUnavailable, Prefetch),
-//	                     a peer served another version after its bytes went out (ErrPeerVersion)
+//	UNAVAILABLE          node stopping (ErrStopped), no owner reachable (ErrOwnerUnavailable, Prefetch)
+//	DATA_LOSS            a peer served another version after its bytes went out (ErrPeerVersion)
 //
 // A status error (from a peer) keeps its code.
 func Code(err error) codes.Code { return readpath.Code(err, nodeSentinels...) }
@@ -32,7 +32,7 @@ var nodeSentinels = []readpath.Sentinel{
 	{Err: errNotParquet, Code: codes.InvalidArgument},
 	{Err: ErrStopped, Code: codes.Unavailable},
 	{Err: ErrOwnerUnavailable, Code: codes.Unavailable},
-	{Err: ErrPeerVersion, Code: codes.Unavailable},
+	{Err: ErrPeerVersion, Code: codes.DataLoss},
 }
 
 // toStatus converts an error of the read path to the gRPC status the

@@ -2,12 +2,15 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
+	"github.com/locuscache/locus/pkg/client"
 	"github.com/locuscache/locus/pkg/readpath"
 	cachev1 "github.com/locuscache/locus/proto/cache/v1"
 )
@@ -31,7 +34,7 @@ func otherVersionPeer(other []byte) *fakePeer {
 
 // TestPeerServesAnotherVersion: a peer's summary that names another
 // version than the one asked for is known only after its bytes arrived. A
-// read that passed them on fails (UNAVAILABLE, ErrPeerVersion) rather than
+// read that passed them on fails (DATA_LOSS, ErrPeerVersion) rather than
 // succeed with them; a replica's fill drops them and reads the block from
 // the origin, so it never caches them.
 func TestPeerServesAnotherVersion(t *testing.T) {
@@ -52,8 +55,8 @@ func TestPeerServesAnotherVersion(t *testing.T) {
 		if err == nil {
 			t.Fatalf("read succeeded (bytes are the origin's: %v); want ErrPeerVersion", bytes.Equal(got, data[off:off+tBlock]))
 		}
-		if !errors.Is(err, ErrPeerVersion) || Code(err) != codes.Unavailable {
-			t.Fatalf("read: %v (code %v), want ErrPeerVersion, UNAVAILABLE", err, Code(err))
+		if !errors.Is(err, ErrPeerVersion) || Code(err) != codes.DataLoss {
+			t.Fatalf("read: %v (code %v), want ErrPeerVersion, DATA_LOSS", err, Code(err))
 		}
 	})
 
@@ -83,4 +86,56 @@ func TestPeerServesAnotherVersion(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPeerVersionClientDoesNotFallBack: a client with an origin fallback
+// does not continue from the origin after a node's ErrPeerVersion
+// (DATA_LOSS): the other version's bytes already went out, and continuing
+// would end the read with success and a mix of two versions.
+func TestPeerVersionClientDoesNotFallBack(t *testing.T) {
+	const size = 12 * tBlock
+	data, other := randBytes(61, size), randBytes(62, size)
+	uri := "s3://bkt/other-version-client"
+	c := newTCluster(t, tclusterOpts{n: 1, repl: 1})
+	c.addMember("zz-peer", startFakePeer(t, otherVersionPeer(other)))
+	c.mem.Put(uri, data)
+	b := blocksOf(c, uri, 0, size, "zz-peer")
+	if len(b) == 0 {
+		t.Fatal("setup: the peer owns no block")
+	}
+	off := b[0] * tBlock
+	cl, err := client.New(client.Config{Origin: c.mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var buf bytes.Buffer
+	// The peer's block, which it serves with the other version's bytes.
+	length := min(int64(2*tBlock), size-off) // the peer's block and the next, when there is one
+	// The version asked for is the origin's (a caller that planned its
+	// splits from a Stat, as engines do; a Stat through the node first
+	// would sniff the footer through the peer and mark it down).
+	info, err := c.mem.Stat(context.Background(), uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cl.Read(context.Background(), c.nodes[0].GRPCAddr(),
+		readpath.Request{URI: uri, Offset: off, Length: length, ExpectedVersion: info.Version}, &buf)
+	got := buf.Bytes()
+	t.Logf("client stats %+v", cl.Stats())
+	if err == nil {
+		same := func(ref []byte) (n int) {
+			for i := range got {
+				if got[i] == ref[off+int64(i)] {
+					n++
+				}
+			}
+			return n
+		}
+		t.Fatalf("client read succeeded with %d bytes, %d of them equal to the asked version's, %d to the other version's; want an error (the peer served another version)",
+			len(got), same(data), same(other))
+	}
+	if status.Code(err) != codes.DataLoss {
+		t.Fatalf("client read: %v, want DATA_LOSS", err)
+	}
 }

@@ -1,7 +1,8 @@
 // Package origin is Locus's under-store: where the cache node reads an
 // object's bytes on a miss. An object is named by URI, s3://bucket/key or
-// file:///abs/path, and has a version: the S3 ETag, or "<size>-<mtime ns>"
-// for a file. Cached bytes are keyed by (URI, version), so the one rule
+// file:///abs/path, and has a version: the S3 ETag, or
+// "<size>-<mtime ns>-<inode>-<ctime ns>" for a file (Linux; elsewhere size
+// and mtime). Cached bytes are keyed by (URI, version), so the one rule
 // this package exists to keep is:
 //
 //	bytes of two versions of an object are never returned as one.

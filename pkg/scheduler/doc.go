@@ -158,7 +158,9 @@
 // leader is known (the reason says so): a follower does not forward to, or
 // name, a leader that may be gone, and a deposed leader does not name
 // itself. The leader is read again on every change of the election keys
-// and at least every --etcd-session-ttl.
+// and at least every --etcd-session-ttl, so an unreachable etcd shows in
+// /readyz within about the TTL plus one etcd call's timeout (about 10 s
+// with the defaults).
 //
 // Counters are persisted before a call that changed them is answered, so
 // an answered call is never lost by a failover: a persister goroutine

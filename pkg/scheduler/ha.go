@@ -683,7 +683,7 @@ func (h *ha) watchLeader() {
 		wch := h.cli.Watch(clientv3.WithRequireLeader(wctx), h.keyElection, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 		// A watch does not end when etcd becomes unreachable (the client
 		// reconnects behind it): read again every session TTL as well, so an
-		// unreachable etcd is noticed within about a TTL.
+		// unreachable etcd is noticed within a TTL plus an etcd call's timeout.
 		recheck := time.NewTimer(h.cfg.SessionTTL)
 		select {
 		case <-wch: // any change (or an error): read again

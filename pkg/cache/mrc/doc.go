@@ -98,7 +98,10 @@
 //
 // # Threading
 //
-// An Estimator or a Mini is not safe for concurrent use. The page cache
-// calls Access under a lock it already holds, and its queries (HitRatio,
-// Curve, Calibrated) take the same lock.
+// An Estimator or a Mini is not safe for concurrent use, except for
+// Estimator.Skip and Mini.Sampled, which read only what may be read
+// concurrently. The page cache calls Skip (or Sampled) first, without a
+// lock, and Access under a lock of the estimator's only for the keys they
+// leave to it; its queries (HitRatio, Curve, Calibrated) take the same
+// lock.
 package mrc

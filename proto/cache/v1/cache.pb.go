@@ -103,7 +103,7 @@ type ReadRangeRequest struct {
 	// is truncated to the end.
 	Length int64 `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
 	// If set, the read fails with FAILED_PRECONDITION unless the object's current
-	// version (S3 ETag, or size+mtime for files) equals it.
+	// version (S3 ETag; for files size, mtime, inode and ctime) equals it.
 	ExpectedVersion string `protobuf:"bytes,4,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
 	// Set by a cache node forwarding a read to the owner of the pages (a peer
 	// read). The receiver serves from its own cache or the origin and never

@@ -42,7 +42,9 @@ type CacheServiceClient interface {
 	// were. Errors: INVALID_ARGUMENT (bad URI, negative offset or length),
 	// NOT_FOUND (no such object), FAILED_PRECONDITION (expected_version given and
 	// the object changed), OUT_OF_RANGE (offset past the end), UNAVAILABLE
-	// (origin unreachable), PERMISSION_DENIED (a file:// URI outside the root).
+	// (origin unreachable), PERMISSION_DENIED (a file:// URI outside the root),
+	// DATA_LOSS (bytes already sent came from a peer that then named another
+	// version: discard them, do not complete the read elsewhere).
 	ReadRange(ctx context.Context, in *ReadRangeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReadRangeResponse], error)
 	// Stat returns an object's size and version and, for Parquet objects, the
 	// byte ranges of its row groups and column chunks.
@@ -121,7 +123,9 @@ type CacheServiceServer interface {
 	// were. Errors: INVALID_ARGUMENT (bad URI, negative offset or length),
 	// NOT_FOUND (no such object), FAILED_PRECONDITION (expected_version given and
 	// the object changed), OUT_OF_RANGE (offset past the end), UNAVAILABLE
-	// (origin unreachable), PERMISSION_DENIED (a file:// URI outside the root).
+	// (origin unreachable), PERMISSION_DENIED (a file:// URI outside the root),
+	// DATA_LOSS (bytes already sent came from a peer that then named another
+	// version: discard them, do not complete the read elsewhere).
 	ReadRange(*ReadRangeRequest, grpc.ServerStreamingServer[ReadRangeResponse]) error
 	// Stat returns an object's size and version and, for Parquet objects, the
 	// byte ranges of its row groups and column chunks.
