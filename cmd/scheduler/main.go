@@ -159,15 +159,24 @@ func run(args []string, lookup func(string) (string, bool), stderr io.Writer) in
 }
 
 // exitCode is the exit code of an error building the scheduler: ExitUsage
-// for flag values it refuses, ExitFailure for a file it cannot read (a
-// TLS certificate, the auth token), as the cache node does.
+// for flag values it refuses, ExitFailure for a file it cannot read or use
+// (a TLS certificate, the auth token: missing, unreadable, empty or not
+// PEM), as the cache node does.
 func exitCode(err error) int {
 	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	var fe fileError
+	if errors.As(err, &pe) || errors.As(err, &fe) {
 		return daemonmain.ExitFailure
 	}
 	return daemonmain.ExitUsage
 }
+
+// fileError marks an error about a file a flag names (its contents or its
+// absence), not about the flag's value: exit 1.
+type fileError struct{ err error }
+
+func (e fileError) Error() string { return e.err.Error() }
+func (e fileError) Unwrap() error { return e.err }
 
 // buildConfig turns the flags into a scheduler.Config (reading the token,
 // password and TLS files).
@@ -215,14 +224,14 @@ func buildConfig(o options, log *slog.Logger) (scheduler.Config, error) {
 	if o.authTokenFile != "" {
 		tok, err := readSecret(o.authTokenFile)
 		if err != nil {
-			return cfg, fmt.Errorf("--auth-token-file: %w", err)
+			return cfg, fileError{fmt.Errorf("--auth-token-file: %w", err)}
 		}
 		cfg.AuthToken = tok
 	}
 	if o.etcdPasswordFile != "" {
 		pw, err := readSecret(o.etcdPasswordFile)
 		if err != nil {
-			return cfg, fmt.Errorf("--etcd-password-file: %w", err)
+			return cfg, fileError{fmt.Errorf("--etcd-password-file: %w", err)}
 		}
 		cfg.Etcd.Password = pw
 	}
@@ -264,14 +273,14 @@ func loadTLS(certFile, keyFile, caFile string) (server, client *tls.Config, err 
 	}
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--tls-cert %s / --tls-key %s: %w", certFile, keyFile, err)
+		return nil, nil, fileError{fmt.Errorf("--tls-cert %s / --tls-key %s: %w", certFile, keyFile, err)}
 	}
 	server = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
 	client = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if caFile != "" {
 		pool, err := readPool(caFile)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--tls-ca: %w", err)
+			return nil, nil, fileError{fmt.Errorf("--tls-ca: %w", err)}
 		}
 		server.ClientCAs, server.ClientAuth = pool, tls.RequireAndVerifyClientCert
 		client.RootCAs = pool
@@ -284,14 +293,14 @@ func etcdTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 	if caFile != "" {
 		pool, err := readPool(caFile)
 		if err != nil {
-			return nil, fmt.Errorf("--etcd-tls-ca: %w", err)
+			return nil, fileError{fmt.Errorf("--etcd-tls-ca: %w", err)}
 		}
 		c.RootCAs = pool
 	}
 	if certFile != "" || keyFile != "" {
 		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 		if err != nil {
-			return nil, fmt.Errorf("--etcd-tls-cert / --etcd-tls-key: %w", err)
+			return nil, fileError{fmt.Errorf("--etcd-tls-cert / --etcd-tls-key: %w", err)}
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}

@@ -103,7 +103,12 @@ func TestBadFlagsExit(t *testing.T) {
 		}
 	}
 	// A file it cannot read is not a usage error: exit 1, as the cache node.
-	for _, args := range [][]string{{"--tls-cert=/no/cert.pem", "--tls-key=/no/key.pem"}, {"--auth-token-file=/no/token"}} {
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--tls-cert=/no/cert.pem", "--tls-key=/no/key.pem"}, {"--auth-token-file=/no/token"},
+		{"--auth-token-file=" + empty}, {"--tls-cert=" + empty, "--tls-key=" + empty}} {
 		var stderr bytes.Buffer
 		args = append(args, "--http-addr=127.0.0.1:0", "--grpc-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0")
 		if code := run(args, func(string) (string, bool) { return "", false }, &stderr); code != 1 {

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -169,8 +170,12 @@ func (u usageError) Is(target error) bool { return target == errUsage }
 // the running system: Main exits with ExitUsage (2) for those, as for a
 // flag that does not parse.
 func isUsage(err error) bool {
+	var ae *net.AddrError // "missing port in address": a malformed --*-addr, not one that cannot be bound
+	if errors.As(err, &ae) {
+		return true
+	}
 	for _, sentinel := range []error{errUsage, node.ErrInvalidConfig, cache.ErrInvalidConfig,
-		gateway.ErrInvalidConfig, membership.ErrInvalidConfig, membership.ErrKeyLength} {
+		gateway.ErrInvalidConfig, membership.ErrInvalidConfig, membership.ErrKeyLength, membership.ErrBadAddress} {
 		if errors.Is(err, sentinel) {
 			return true
 		}
