@@ -19,6 +19,15 @@ type FileConfig struct {
 	// --origin-file-root). It must exist. URIs may spell paths under Root
 	// as given or under its symlink-resolved form.
 	Root string
+	// SizeMtimeVersions makes a file's version "<size>-<mtime ns>" only,
+	// without the inode and ctime (the cache node's
+	// --origin-file-version=mtime). Every node of a cluster must compute
+	// the same version for a file; a root that each node mounts itself
+	// with inode numbers of its own (most FUSE file systems) makes them
+	// disagree, and reads between the nodes fail. Such a root needs this,
+	// at a cost: a file replaced by one of the same size within one tick
+	// of the file clock keeps its version, and old bytes are served.
+	SizeMtimeVersions bool
 }
 
 func (c *FileConfig) validate() error {
@@ -64,6 +73,16 @@ type FileStore struct {
 	root     string // cleaned absolute root, as configured
 	realRoot string // root with symlinks resolved
 	dir      *os.Root
+	mtimeVer bool // FileConfig.SizeMtimeVersions
+}
+
+// version is the version of a file with the given info (FileVersion, or
+// size and mtime only with FileConfig.SizeMtimeVersions).
+func (s *FileStore) version(fi fs.FileInfo) string {
+	if s.mtimeVer {
+		return strconv.FormatInt(fi.Size(), 10) + "-" + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
+	}
+	return FileVersion(fi)
 }
 
 // NewFileStore opens the root directory.
@@ -79,7 +98,7 @@ func NewFileStore(cfg FileConfig) (*FileStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("origin: cannot open file root %q: %w", cfg.Root, err)
 	}
-	return &FileStore{root: cfg.Root, realRoot: real, dir: dir}, nil
+	return &FileStore{root: cfg.Root, realRoot: real, dir: dir, mtimeVer: cfg.SizeMtimeVersions}, nil
 }
 
 // Close releases the root directory handle.
@@ -191,7 +210,7 @@ func (s *FileStore) info(uri string, f *os.File) (Info, error) {
 	if !fi.Mode().IsRegular() {
 		return Info{}, fmt.Errorf("%w: %s is not a regular file", ErrNotFound, uri)
 	}
-	return Info{URI: uri, Size: fi.Size(), Version: FileVersion(fi), ModTime: fi.ModTime()}, nil
+	return Info{URI: uri, Size: fi.Size(), Version: s.version(fi), ModTime: fi.ModTime()}, nil
 }
 
 // Stat implements Store.
@@ -310,6 +329,6 @@ func (s *FileStore) List(ctx context.Context, prefix string, fn func(Info) error
 			return nil
 		}
 		uri := URI{Scheme: SchemeFile, Path: full}.String()
-		return fn(Info{URI: uri, Size: fi.Size(), Version: FileVersion(fi), ModTime: fi.ModTime()})
+		return fn(Info{URI: uri, Size: fi.Size(), Version: s.version(fi), ModTime: fi.ModTime()})
 	})
 }

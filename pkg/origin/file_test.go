@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -369,5 +370,41 @@ func TestFileConfig(t *testing.T) {
 	}
 	if _, err := origin.NewFileStore(origin.FileConfig{Root: filepath.Join(t.TempDir(), "missing")}); err == nil {
 		t.Error("missing root accepted")
+	}
+}
+
+// With SizeMtimeVersions a file's version is its size and mtime only (for
+// roots each node mounts with inode numbers of its own), and a replacement
+// of the same size and mtime keeps it: the documented cost.
+func TestFileSizeMtimeVersions(t *testing.T) {
+	root := t.TempDir()
+	s, err := origin.NewFileStore(origin.FileConfig{Root: root, SizeMtimeVersions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := filepath.Join(root, "f")
+	if err := os.WriteFile(p, randomBytes(1, 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	before, err := s.Stat(ctx, "file://"+p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("100-%d", before.ModTime.UnixNano()); before.Version != want {
+		t.Fatalf("version %q, want %q", before.Version, want)
+	}
+	if err := os.WriteFile(p+".tmp", randomBytes(2, 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p+".tmp", before.ModTime, before.ModTime); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p+".tmp", p); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := s.Stat(ctx, "file://"+p); after.Version != before.Version {
+		t.Fatalf("a same-size, same-mtime replacement: version %q, want it kept (%q)", after.Version, before.Version)
 	}
 }

@@ -73,6 +73,7 @@ type options struct {
 	s3Endpoint, s3Region               string
 	s3PathStyle                        bool
 	fileRoot                           string
+	fileVersion                        string
 	gossipKeyFile                      string
 	gossipTuning                       string
 	tlsCert, tlsKey, tlsCA             string
@@ -112,6 +113,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.s3PathStyle, "origin-s3-path-style", false, "address S3 buckets by path (http://host/bucket/key), as most S3-compatible stores need")
 	fs.DurationVar(&o.s3Timeout, "origin-s3-timeout", origin.DefaultS3Timeout, "bound on one S3 call, retries included")
 	fs.StringVar(&o.fileRoot, "origin-file-root", "", "the only directory file:// URIs may name; empty: no file:// origin")
+	fs.StringVar(&o.fileVersion, "origin-file-version", "identity", "what a file's version is made of: identity (size, mtime, inode and ctime: a file replaced by rename is always a new version) or mtime (size and mtime only, for a root each node mounts itself with inode numbers of its own, such as FUSE, where identity versions would differ between nodes; a same-size replacement within one tick of the file clock then goes unseen)")
 	fs.StringVar(&o.gossipKeyFile, "gossip-key-file", "", "file holding the gossip encryption key (16, 24 or 32 bytes, raw or base64); the same on every node")
 	fs.StringVar(&o.gossipTuning, "gossip-tuning", "lan", "failure detector timings: lan (a dead node is detected in 3-7s) or loopback (1-3s; for single-host clusters)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate: enables TLS on gRPC and HTTP (with --tls-key)")
@@ -279,8 +281,16 @@ func buildOrigin(ctx context.Context, o options, log *slog.Logger, observe func(
 		return nil, fmt.Errorf("S3 origin: %w", err)
 	}
 	routes := map[string]origin.Store{origin.SchemeS3: s3s}
+	var mtimeVersions bool
+	switch o.fileVersion {
+	case "identity", "":
+	case "mtime":
+		mtimeVersions = true
+	default:
+		return nil, usageErrorf("--origin-file-version %q: want identity or mtime", o.fileVersion)
+	}
 	if o.fileRoot != "" {
-		fsx, err := origin.NewFileStore(origin.FileConfig{Root: o.fileRoot})
+		fsx, err := origin.NewFileStore(origin.FileConfig{Root: o.fileRoot, SizeMtimeVersions: mtimeVersions})
 		if err != nil {
 			return nil, fmt.Errorf("--origin-file-root: %w", err)
 		}

@@ -57,6 +57,7 @@ func TestBadConfigExits(t *testing.T) {
 		{"bad gossip tuning", []string{"--gossip-tuning=wan"}, nil, 2, "gossip-tuning"},
 		{"bad cache verify", []string{"--cache-verify=sometimes"}, nil, 2, "cache-verify"},
 		{"missing file root", []string{"--origin-file-root=/no/such/dir"}, nil, 1, "origin-file-root"},
+		{"bad file version", []string{"--origin-file-version=inode"}, nil, 2, "origin-file-version"},
 		{"missing key file", []string{"--gossip-key-file=/no/key", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0"}, nil, 1, "key"},
 		{"bad gateway bucket", []string{"--gateway-bucket=lake"}, nil, 2, "gateway-bucket"},
 		{"gateway bucket named twice", []string{"--gateway-bucket=lake=s3://bkt/a/,lake=s3://bkt/b/"}, nil, 2, "gateway-bucket"},
