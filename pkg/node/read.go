@@ -222,12 +222,12 @@ func (n *Node) readVersion(ctx context.Context, req readpath.Request, info origi
 		var err error
 		switch {
 		case local && len(owners) == 0:
-			view := n.cache.View
+			serve := n.cache.View
 			if req.Peer {
-				view = n.cache.ViewVerified // the peer may cache what it gets: check every page
+				serve = n.cache.ViewVerified // the peer may cache what it gets: check every page
 			}
 			var r cache.ReadResult
-			r, err = view(ctx, obj, off, runEnd-off, emit)
+			r, err = serve(ctx, obj, off, runEnd-off, emit)
 			s = localSummary(r)
 		case local:
 			s, err = n.viewRouted(ctx, view, slices.Clone(owners), obj, off, runEnd-off, emit)
