@@ -461,7 +461,8 @@ func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64, noRAM bool) 
 }
 
 // verified checks the pinned slot's checksum if it has not been checked
-// yet (or always, with VerifyAlways) and reports whether the page is good.
+// yet (or every time, with VerifyAlways or always) and reports whether the
+// page is good.
 // The first read of a disk slot also maps it in one call (populate).
 func (c *Cache) verified(slot uint32, always bool) bool {
 	m := &c.slots[slot]
