@@ -270,7 +270,7 @@ func (s *diskStore) openSlab(path string, g slabGeometry, pageSize int, log *slo
 	}
 	if !sl.reused {
 		if fi.Size() != 0 {
-			log.Info("cache: discarding slab with another layout", "path", path)
+			log.Warn("cache: discarding a slab of another layout (page size or slab size changed): its cached pages are lost", "path", path)
 		}
 		if err := f.Truncate(0); err != nil {
 			return nil, fmt.Errorf("cannot truncate %q: %w", path, err)

@@ -324,7 +324,7 @@ func (n *Node) join(ctx context.Context) error {
 func (n *Node) watchViews() {
 	defer n.bg.Done()
 	v := n.members.View()
-	epoch := v.Epoch
+	epoch, prev := v.Epoch, v
 	var rj *rejoiner
 	if n.gossip != nil {
 		rj = newRejoiner(v)
@@ -342,10 +342,29 @@ func (n *Node) watchViews() {
 		}
 		n.peers.prune(v)
 		if v.Epoch != epoch {
+			joined, left := ringDiff(prev, v)
 			epoch = v.Epoch
-			n.log.Info("ring changed", "members", len(v.Members), "epoch", v.Epoch)
+			n.log.Info("ring changed", "members", len(v.Members), "epoch", v.Epoch, "joined", joined, "left", left)
+		}
+		prev = v
+	}
+}
+
+// ringDiff lists the ids of the members in b but not in a (joined) and in
+// a but not in b (left), for the log.
+func ringDiff(a, b *membership.View) (joined, left []string) {
+	in := func(v *membership.View, id string) bool { _, ok := v.Member(id); return ok }
+	for _, m := range b.Members {
+		if !in(a, m.ID) {
+			joined = append(joined, m.ID)
 		}
 	}
+	for _, m := range a.Members {
+		if !in(b, m.ID) {
+			left = append(left, m.ID)
+		}
+	}
+	return joined, left
 }
 
 // enter registers a read in flight; false once the node stopped.
