@@ -32,11 +32,15 @@
 //     one failure, not one per block, until the gossip declares it dead; a
 //     peer whose handler answered with an error is not skipped. NOT_FOUND,
 //     FAILED_PRECONDITION and OUT_OF_RANGE from a peer are about the object
-//     and end the read. A peer whose final summary names another version
-//     than the one asked for (it ignored ExpectedVersion) has already sent
-//     bytes that cannot be taken back: the read fails with ErrPeerVersion
-//     (DATA_LOSS, which pkg/client does not continue from the origin), and
-//     a replica's fill drops them (below).
+//     and end the read. A ReadRange stream names the version of its bytes
+//     in its header metadata ("locus-version"), ahead of the first chunk,
+//     and a peer read checks it before using a byte: a peer that ignored
+//     ExpectedVersion is refused (ErrPeerVersion) and the read continues
+//     elsewhere. A peer that names no version there (an older node) is
+//     still checked by its summary, which comes after its bytes: then
+//     those bytes cannot be taken back, the read fails with
+//     ErrPeerVersion (DATA_LOSS, which pkg/client does not continue from
+//     the origin), and a replica's fill drops them (below).
 //
 // Every piece of one read comes from one version of the object: local
 // pages are keyed by version, peers are asked for that version, and origin

@@ -28,6 +28,12 @@ import (
 // own peer field instead.
 const peerHeader = "locus-peer"
 
+// versionHeader carries, in a ReadRange stream's header metadata, the
+// version of the object the stream's bytes come from, so that a peer read
+// can refuse another version's bytes before using any (the summary, which
+// names it too, comes after them).
+const versionHeader = "locus-version"
+
 // errPeerIdle cancels a peer stream that stayed silent too long.
 var errPeerIdle = errors.New("node: peer stream idle too long")
 
@@ -184,7 +190,7 @@ func (p *peerPool) read(ctx context.Context, m membership.Member, obj cache.Obje
 	}
 	var resp RawResponse
 	defer resp.Release()
-	for {
+	for first := true; ; first = false {
 		if err := stream.RecvMsg(&resp); err != nil {
 			if err == io.EOF {
 				return got, sum, fmt.Errorf("%w: %s ended the stream without a summary after %d bytes", ErrPeer, m.ID, got)
@@ -199,6 +205,16 @@ func (p *peerPool) read(ctx context.Context, m membership.Member, obj cache.Obje
 			return got, sum, p.streamErr(sctx, err)
 		}
 		idle.Reset(p.idle)
+		if first {
+			// A peer names the version it serves in the header (a node
+			// from before versionHeader does not: its summary still does).
+			if md, err := stream.Header(); err == nil {
+				if v := md.Get(versionHeader); len(v) > 0 && v[0] != obj.Version {
+					return got, sum, fmt.Errorf("%w: %s serves version %s, asked for version %s",
+						ErrPeerVersion, m.ID, v[0], obj.Version)
+				}
+			}
+		}
 		if resp.Summary != nil {
 			s := readpath.FromProto(resp.Summary)
 			if s.Version != obj.Version {

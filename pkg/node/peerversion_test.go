@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/locuscache/locus/pkg/client"
@@ -137,5 +138,80 @@ func TestPeerVersionClientDoesNotFallBack(t *testing.T) {
 	}
 	if status.Code(err) != codes.DataLoss {
 		t.Fatalf("client read: %v, want DATA_LOSS", err)
+	}
+}
+
+// TestVersionHeader: a node's ReadRange stream names, in its header
+// metadata, the version its bytes come from, the one its summary names.
+func TestVersionHeader(t *testing.T) {
+	c := newTCluster(t, tclusterOpts{n: 1})
+	c.mem.Put("s3://bkt/versioned", randBytes(81, 3*tPage))
+	stream, err := dial(t, c.nodes[0].GRPCAddr()).ReadRange(context.Background(), &cachev1.ReadRangeRequest{Uri: "s3://bkt/versioned", Length: 3 * tPage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var version string
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := resp.GetSummary(); s != nil {
+			version = s.GetVersion()
+			break
+		}
+	}
+	md, err := stream.Header()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := md.Get(versionHeader); len(got) != 1 || got[0] != version || version == "" {
+		t.Fatalf("header %s = %q, summary version %q; want the same version", versionHeader, got, version)
+	}
+}
+
+// TestPeerOtherVersionThenFails: a peer that ignores ExpectedVersion but
+// names, in its header, the version it serves has its bytes refused before
+// any is used, so a replica's fill caches none of them even when the
+// peer's stream then breaks before its summary (which would otherwise have
+// been the only place the version showed).
+func TestPeerOtherVersionThenFails(t *testing.T) {
+	const size = 12 * tBlock
+	data, other := randBytes(71, size), randBytes(72, size)
+	uri := "s3://bkt/other-version-then-fail"
+	peer := &fakePeer{readRange: func(req *cachev1.ReadRangeRequest, s grpc.ServerStreamingServer[cachev1.ReadRangeResponse]) error {
+		if err := s.SetHeader(metadata.Pairs(versionHeader, "other")); err != nil {
+			return err
+		}
+		end := min(int64(len(other)), req.Offset+req.Length)
+		half := req.Offset + (end-req.Offset)/2
+		for off := req.Offset; off < half; off += tPage {
+			if err := s.Send(&cachev1.ReadRangeResponse{Msg: &cachev1.ReadRangeResponse_Chunk{Chunk: &cachev1.Chunk{
+				Offset: off, Data: other[off:min(half, off+tPage)]}}}); err != nil {
+				return err
+			}
+		}
+		return status.Error(codes.Unavailable, "origin failed")
+	}}
+	c := newTCluster(t, tclusterOpts{n: 1, repl: 2})
+	c.addMember("zz-peer", startFakePeer(t, peer))
+	c.mem.Put(uri, data)
+	var blk int64 = -1 // a block whose list is [zz-peer, n0]: n0 fills from the peer
+	for b := int64(0); b < size/tBlock; b++ {
+		o := c.nodes[0].View().Ring.Owners(ringKey(uri, b), 2)
+		if len(o) == 2 && o[0].ID == "zz-peer" && o[1].ID == "n0" {
+			blk = b
+			break
+		}
+	}
+	if blk < 0 {
+		t.Fatal("setup: no block with the peer first and n0 second")
+	}
+	off := blk * tBlock
+	for i := range 2 {
+		got, _, err := read(t, c.nodes[0], readpath.Request{URI: uri, Offset: off, Length: tBlock})
+		if err != nil || !bytes.Equal(got, data[off:off+tBlock]) {
+			t.Fatalf("read %d of the replica's block: %v, bytes of the asked version: %v", i+1, err, bytes.Equal(got, data[off:off+tBlock]))
+		}
 	}
 }

@@ -167,6 +167,16 @@ func (n *Node) Read(ctx context.Context, req readpath.Request, emit func(p []byt
 	}
 }
 
+// readVersionKey is the context key of a *readVersionSink: a caller of Read
+// that wants to know, before the first byte, which version the bytes come
+// from (the gRPC server, for versionHeader).
+type readVersionKey struct{}
+
+// readVersionSink receives the version a read serves. Read sets it on the
+// caller's goroutine before it emits the first byte (again if it starts
+// over with a new version, which it does only before the first byte).
+type readVersionSink struct{ version string }
+
 // emitError marks an error returned by the caller's emit, so it is passed
 // back unchanged and never taken for a peer or origin failure.
 type emitError struct{ err error }
@@ -177,6 +187,9 @@ func (e emitError) Unwrap() error { return e.err }
 // readVersion reads one version of the object: block by block, from this
 // node's cache, a peer or the origin.
 func (n *Node) readVersion(ctx context.Context, req readpath.Request, info origin.Info, emit func([]byte) error) (readpath.Summary, error) {
+	if vs, ok := ctx.Value(readVersionKey{}).(*readVersionSink); ok {
+		vs.version = info.Version // the gRPC server sends it ahead of the bytes
+	}
 	sum := readpath.Summary{Version: info.Version, ObjectSize: info.Size}
 	obj := cache.Object{URI: req.URI, Version: info.Version, Size: info.Size}
 	if req.Offset > info.Size {

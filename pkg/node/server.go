@@ -27,10 +27,21 @@ type service struct {
 func (s *service) ReadRange(req *cachev1.ReadRangeRequest, stream grpc.ServerStreamingServer[cachev1.ReadRangeResponse]) error {
 	ctx := stream.Context()
 	pos := req.GetOffset()
+	// The version goes out in the header, before the first chunk (Read
+	// fills vs once it knows which version it reads: before any byte).
+	vs := &readVersionSink{}
+	ctx = context.WithValue(ctx, readVersionKey{}, vs)
+	headerSet := false
 	chunk := &cachev1.Chunk{}
 	msg := &cachev1.ReadRangeResponse{Msg: &cachev1.ReadRangeResponse_Chunk{Chunk: chunk}}
 	alias := &aliasChunk{done: make(chan struct{}, 1)}
 	emit := func(p []byte) error {
+		if !headerSet && vs.version != "" {
+			headerSet = true
+			if err := stream.SetHeader(metadata.Pairs(versionHeader, vs.version)); err != nil {
+				return err
+			}
+		}
 		for len(p) > 0 {
 			k := min(len(p), MaxChunkSize)
 			if k >= aliasMin {
