@@ -575,6 +575,11 @@ func (s *Scheduler) once(ctx context.Context, base *url.URL, method, path string
 		}
 	} else {
 		se.Message = strings.TrimSpace(string(raw[:min(len(raw), 200)]))
+		if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("<?xml")) {
+			// An S3-style XML error: the address is a cache node's S3
+			// gateway (its --http-addr), not the scheduler's.
+			se.Message = "the answer is an S3 XML error, not the scheduler's JSON: is this a cache node's --http-addr rather than the scheduler's? (" + se.Message + ")"
+		}
 	}
 	return nil, se
 }

@@ -503,3 +503,18 @@ func TestPlaceReadComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestSchedulerAddressIsACacheNode: pointed at a cache node's HTTP address
+// (its S3 gateway answers with XML), the client says so instead of passing
+// the XML on as the scheduler's error.
+func TestSchedulerAddressIsACacheNode(t *testing.T) {
+	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: origintest.NewMemStore()})
+	sc, err := client.NewScheduler(client.SchedulerConfig{URL: c.HTTPURL(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sc.Ring(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "is this a cache node's --http-addr") {
+		t.Fatalf("Ring from a cache node's address: %v; want an error saying it is not the scheduler", err)
+	}
+}
