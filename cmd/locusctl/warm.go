@@ -69,8 +69,9 @@ How it works:
 Only the row groups' (or chunks') bytes are warmed, not the footers: the
 nodes keep footers in memory on their first Stat.
 
-Replication: with --replication R > 1 a block's preference list has R
-nodes, and a task placed on any of them is DATA_LOCAL and reads the block
+Replication: when the cluster's replication R (the cache nodes'
+--replication, which warm reads from the cluster) is above 1, a block's
+preference list has R nodes, and a task placed on any of them is DATA_LOCAL and reads the block
 from that node's own cache; a miss there fills from the nodes before it in
 the list (owner first), which fetch from the origin on their own miss, so
 the origin serves each byte once. --scheduler and --node fill the node each
