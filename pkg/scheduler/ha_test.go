@@ -347,7 +347,10 @@ func TestHAEtcdDown(t *testing.T) {
 		t.Errorf("place after stepping down: %v, want 503", err)
 	}
 	// Neither scheduler names a leader it cannot know of: the deposed one
-	// would name itself, the follower the deposed one.
+	// would name itself, the follower the deposed one. Each re-reads the
+	// leader every session TTL (2 s here) and gives up on etcd after its
+	// call timeout (1 s).
+	deadline = time.Now().Add(15 * time.Second)
 	for i, s := range ss {
 		var ready bool
 		var reason string
