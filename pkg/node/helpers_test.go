@@ -316,6 +316,21 @@ func blocksOf(c *tcluster, uri string, off, end int64, id string) []int64 {
 	return bs
 }
 
+// blockListed returns the first block of uri (of blocks) whose
+// preference list of two is exactly [first, second], failing the test if
+// none is.
+func blockListed(t *testing.T, c *tcluster, uri string, blocks int64, first, second string) int64 {
+	t.Helper()
+	for b := int64(0); b < blocks; b++ {
+		o := c.nodes[0].View().Ring.Owners(ringKey(uri, b), 2)
+		if len(o) == 2 && o[0].ID == first && o[1].ID == second {
+			return b
+		}
+	}
+	t.Fatalf("setup: no block of %s lists %s first and %s second", uri, first, second)
+	return -1
+}
+
 // ownedBytes counts the bytes of [off, end) in blocks whose preference
 // list holds id: those id serves from its own cache.
 func ownedBytes(c *tcluster, uri string, off, end int64, id string) int64 {

@@ -65,18 +65,7 @@ func TestPeerServesAnotherVersion(t *testing.T) {
 		c := newTCluster(t, tclusterOpts{n: 1, repl: 2})
 		c.addMember("zz-peer", startFakePeer(t, otherVersionPeer(other)))
 		c.mem.Put(uri, data)
-		var blk int64 = -1 // a block whose list is [zz-peer, n0]: n0 fills from the peer
-		for b := int64(0); b < size/tBlock; b++ {
-			o := c.nodes[0].View().Ring.Owners(ringKey(uri, b), 2)
-			if len(o) == 2 && o[0].ID == "zz-peer" && o[1].ID == "n0" {
-				blk = b
-				break
-			}
-		}
-		if blk < 0 {
-			t.Fatal("setup: no block with the peer first and n0 second")
-		}
-		off := blk * tBlock
+		off := blockListed(t, c, uri, size/tBlock, "zz-peer", "n0") * tBlock // n0 fills from the peer
 		for i := range 2 {
 			got, s, err := read(t, c.nodes[0], readpath.Request{URI: uri, Offset: off, Length: tBlock})
 			if err != nil || !bytes.Equal(got, data[off:off+tBlock]) {
@@ -196,18 +185,7 @@ func TestPeerOtherVersionThenFails(t *testing.T) {
 	c := newTCluster(t, tclusterOpts{n: 1, repl: 2})
 	c.addMember("zz-peer", startFakePeer(t, peer))
 	c.mem.Put(uri, data)
-	var blk int64 = -1 // a block whose list is [zz-peer, n0]: n0 fills from the peer
-	for b := int64(0); b < size/tBlock; b++ {
-		o := c.nodes[0].View().Ring.Owners(ringKey(uri, b), 2)
-		if len(o) == 2 && o[0].ID == "zz-peer" && o[1].ID == "n0" {
-			blk = b
-			break
-		}
-	}
-	if blk < 0 {
-		t.Fatal("setup: no block with the peer first and n0 second")
-	}
-	off := blk * tBlock
+	off := blockListed(t, c, uri, size/tBlock, "zz-peer", "n0") * tBlock // n0 fills from the peer
 	for i := range 2 {
 		got, _, err := read(t, c.nodes[0], readpath.Request{URI: uri, Offset: off, Length: tBlock})
 		if err != nil || !bytes.Equal(got, data[off:off+tBlock]) {
