@@ -101,15 +101,7 @@ func TestPromtoolMetrics(t *testing.T) {
 		rangeRead(t, cl, uri, 0, size)
 		rangeRead(t, cl, uri, 0, size)
 	}
-	resp, err := c.HTTPClient().Get(c.HTTPURL(0) + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("scrape: %d %v", resp.StatusCode, err)
-	}
+	body := scrapeMetrics(t, c, 0)
 	cmd := exec.Command(promtool, "check", "metrics")
 	cmd.Stdin = bytes.NewReader(body)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -157,15 +149,7 @@ func TestPromtoolMetrics(t *testing.T) {
 // from the first scrape.
 func TestMetricsBeforeAnyRead(t *testing.T) {
 	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: origintest.NewMemStore()})
-	resp, err := c.HTTPClient().Get(c.HTTPURL(0) + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("scrape: %d %v", resp.StatusCode, err)
-	}
+	body := scrapeMetrics(t, c, 0)
 	for _, name := range []string{
 		"locus_cache_hits_total", "locus_cache_misses_total", "locus_cache_bytes_read_total",
 		"locus_cache_used_bytes", "locus_cache_capacity_bytes", "locus_cache_evictions_total",
@@ -175,4 +159,19 @@ func TestMetricsBeforeAnyRead(t *testing.T) {
 			t.Errorf("a fresh node's scrape has no %s", name)
 		}
 	}
+}
+
+// scrapeMetrics returns node i's /metrics page.
+func scrapeMetrics(t *testing.T, c *nodetest.Cluster, i int) []byte {
+	t.Helper()
+	resp, err := c.HTTPClient().Get(c.HTTPURL(i) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("scrape: %d %v", resp.StatusCode, err)
+	}
+	return body
 }
