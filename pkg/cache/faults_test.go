@@ -306,3 +306,45 @@ func TestStaleHeaderListStaysBounded(t *testing.T) {
 	}
 	checkInv(t, c)
 }
+
+// Dropping an object costs time in proportion to the cache, not to the
+// object: an object of nearly 2^32 pages (the most a page key indexes)
+// with its last page cached was walked page by page from page 0, about two
+// minutes per Invalidate (a review's finding, 2026-11-30). A new version
+// seen by a reader takes the same path inside its Get.
+func TestInvalidateHugeObjectIsQuick(t *testing.T) {
+	org := cachetest.NewOrigin()
+	size := (int64(1)<<32 - 1) * testPage
+	obj := org.PutGenerated("s3://b/huge", "v1", size)
+	c := newRAM(t, org, 16)
+	mustGet(t, c, obj, size-10, 10)
+	mustGet(t, c, obj, 0, 10)
+	if st := c.Stats(); st.ResidentPages != 2 {
+		t.Fatalf("resident pages %d, want 2 (the object is cacheable)", st.ResidentPages)
+	}
+	done := make(chan int, 1)
+	go func() {
+		n, err := c.Invalidate(obj.URI)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- n
+	}()
+	select {
+	case n := <-done:
+		if n != 2 {
+			t.Fatalf("Invalidate dropped %d pages, want 2", n)
+		}
+	case <-time.After(30 * time.Second): // milliseconds with the fix, minutes without
+		t.Fatal("Invalidate of a huge object with 2 cached pages still running after 30 s")
+	}
+	if st := c.Stats(); st.ResidentPages != 0 {
+		t.Fatalf("resident pages %d after Invalidate, want 0", st.ResidentPages)
+	}
+	obj = org.PutGenerated("s3://b/huge", "v2", size)
+	got, res := mustGet(t, c, obj, size-10, 10)
+	checkBytes(t, obj, size-10, got)
+	if res.Misses[cache.MissInvalidated].Pages != 1 {
+		t.Fatalf("read of the new version: %+v, want one invalidated miss", res)
+	}
+}

@@ -730,7 +730,33 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 // in progress, which clear what they wrote when they see o.dead. It
 // returns how many pages it dropped.
 func (c *Cache) dropObject(o *object) int {
-	const scanHistory = 1 << 16 // pages checked against the eviction history
+	dropped := 0
+	if o.npages <= int64(len(c.slots)) {
+		dropped = c.dropByPage(o)
+	} else {
+		// An object of more pages than the cache has slots (a huge object,
+		// or small pages): walking its page indexes would cost time in
+		// proportion to its size (minutes for an object of 2^32 pages),
+		// walking the shards' indexes costs time in proportion to the
+		// cache.
+		dropped = c.dropByIndex(o)
+	}
+	c.invalidatedPages.Add(int64(dropped))
+	c.clearEvictedHeaders()
+	for o.writing.Load() != 0 {
+		time.Sleep(50 * time.Microsecond)
+	}
+	return dropped
+}
+
+// scanHistory bounds the pages of an object dropObject checks against the
+// eviction history (whose evicted pages then count as invalidated).
+const scanHistory = 1 << 16
+
+// dropByPage drops o's resident pages by looking each of its pages up, in
+// order, until none is left resident, and marks its evicted pages (up to
+// scanHistory) invalidated. It returns how many pages it dropped.
+func (c *Cache) dropByPage(o *object) int {
 	dropped := 0
 	for p := int64(0); p < o.npages; p++ {
 		if o.pages.Load() == 0 && p >= scanHistory {
@@ -754,10 +780,44 @@ func (c *Cache) dropObject(o *object) int {
 			c.hist.add(invalidatedFP(o, p))
 		}
 	}
-	c.invalidatedPages.Add(int64(dropped))
-	c.clearEvictedHeaders()
-	for o.writing.Load() != 0 {
-		time.Sleep(50 * time.Microsecond)
+	return dropped
+}
+
+// dropByIndex drops o's resident pages by walking every shard's index, and
+// marks o's evicted pages (up to scanHistory) invalidated. It returns how
+// many pages it dropped.
+func (c *Cache) dropByIndex(o *object) int {
+	dropped := 0
+	var keys []uint64
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		if sh.closed {
+			sh.mu.Unlock()
+			return dropped
+		}
+		keys = keys[:0]
+		for pk, slot := range sh.index {
+			if c.slots[slot].obj == o {
+				keys = append(keys, pk)
+			}
+		}
+		sh.mu.Unlock()
+		for _, pk := range keys {
+			sh.mu.Lock()
+			if slot, ok := sh.index[pk]; ok && !sh.closed && c.slots[slot].obj == o {
+				c.hist.add(invalidatedFP(o, int64(c.slots[slot].page)))
+				dropped++
+				c.dropAndClear(sh, pk, slot)
+				continue
+			}
+			sh.mu.Unlock()
+		}
+	}
+	for p := range min(o.npages, scanHistory) {
+		if c.hist.contains(evictedFP(o, p)) {
+			c.hist.add(invalidatedFP(o, p))
+		}
 	}
 	return dropped
 }
