@@ -485,3 +485,126 @@ func TestDiskFullInjected(t *testing.T) {
 }
 
 var _ = context.Background
+
+// mountTmpfs mounts a tmpfs with opts on a fresh directory, or skips.
+func mountTmpfs(t *testing.T, opts string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs -o %s (%v: %s)", opts, err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	return dir
+}
+
+// useInodes creates empty files in dir until the file system has no
+// inode left.
+func useInodes(t *testing.T, dir string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		f, err := os.Create(filepath.Join(dir, "filler-"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+string(rune('a'+i/26))))
+		if err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling inodes: %v", err)
+			}
+			return
+		}
+		f.Close()
+	}
+}
+
+// A file system with no inode left is a full disk: New degrades to
+// pass-through instead of failing (it failed with ErrBadDir, so a cache
+// node would not start; a review's finding, 2026-11-30), and a warm
+// restart, whose lock and slab files exist already, reuses its slabs.
+func TestNoInodesLeft(t *testing.T) {
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/x", "v", 10*testPage)
+	t.Run("cold start", func(t *testing.T) {
+		dir := mountTmpfs(t, "size=4m,nr_inodes=16")
+		useInodes(t, dir)
+		for _, d := range []string{dir, filepath.Join(dir, "cache")} {
+			c, err := cache.New(cache.Config{Origin: org, Dir: d, CapacityBytes: 1 << 20, PageSize: testPage})
+			if err != nil {
+				t.Fatalf("New in %s with no inode left: %v; want a degraded cache", d, err)
+			}
+			st := c.Stats()
+			if st.Mode != "pass-through" || !st.Degraded || !strings.Contains(st.DegradedReason, "disk full") {
+				t.Fatalf("stats: mode %q, degraded %v (%q); want pass-through for a full disk", st.Mode, st.Degraded, st.DegradedReason)
+			}
+			for i := 0; i < 2; i++ {
+				got, _ := mustGet(t, c, obj, 0, obj.Size)
+				checkBytes(t, obj, 0, got)
+			}
+			c.Close()
+		}
+	})
+	t.Run("warm restart", func(t *testing.T) {
+		dir := mountTmpfs(t, "size=8m,nr_inodes=16")
+		cfg := cache.Config{Origin: org, Dir: dir, CapacityBytes: 1 << 20, PageSize: testPage}
+		c, err := cache.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustGet(t, c, obj, 0, obj.Size)
+		pages := c.Stats().ResidentPages
+		c.Close()
+		useInodes(t, dir)
+		c, err = cache.New(cfg)
+		if err != nil {
+			t.Fatalf("warm restart with no inode left: %v", err)
+		}
+		defer c.Close()
+		if st := c.Stats(); st.Degraded || st.ReindexedPages != pages {
+			t.Fatalf("warm restart with no inode left: degraded %v (%q), %d pages re-indexed; want %d, not degraded", st.Degraded, st.DegradedReason, st.ReindexedPages, pages)
+		}
+		got, res := mustGet(t, c, obj, 0, obj.Size)
+		checkBytes(t, obj, 0, got)
+		if res.HitPages != pages {
+			t.Fatalf("after the restart: %d hits, want %d", res.HitPages, pages)
+		}
+	})
+}
+
+// A sparse slab (a file system without fallocate) is kept at a restart on
+// a full disk: it takes no new space to reuse. It was deleted with its
+// pages, its allocated blocks counted as all the space it had (a review's
+// finding, 2026-11-30).
+func TestSparseSlabKeptOnFullDisk(t *testing.T) {
+	dir := mountTmpfs(t, "size=4m")
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/x", "v", 40*testPage)
+	noFallocate := cache.Faults{Fallocate: func(int, int64, int64) error { return syscall.EOPNOTSUPP }}
+	cfg := cache.Config{Origin: org, Dir: dir, CapacityBytes: 2 << 20, SlabSize: 2 << 20, PageSize: testPage, Policy: "lru"}
+	c, err := cache.New(cache.WithFaults(cfg, noFallocate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, c, obj, 0, obj.Size)
+	pages := c.Stats().ResidentPages
+	c.Close()
+	// Something else takes the rest of the disk.
+	f, err := os.Create(filepath.Join(dir, "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for buf := make([]byte, 64<<10); ; {
+		if _, err := f.Write(buf); err != nil {
+			break
+		}
+	}
+	f.Close()
+	c, err = cache.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if st := c.Stats(); st.ReindexedPages != pages || st.Degraded {
+		t.Fatalf("restart on a full disk: %d pages re-indexed, degraded %v (%q); want %d, not degraded", st.ReindexedPages, st.Degraded, st.DegradedReason, pages)
+	}
+	got, res := mustGet(t, c, obj, 0, obj.Size)
+	checkBytes(t, obj, 0, got)
+	if res.HitPages != pages {
+		t.Fatalf("after the restart: %d hits, want %d", res.HitPages, pages)
+	}
+}

@@ -136,7 +136,10 @@
 // (a warm restart on a disk that filled up since keeps them all) and the
 // free space less 5% of the file system, at most 1 GiB, so a capacity
 // larger than the disk never fills it for the rest of the machine;
-// preallocation failing with ENOSPC or EDQUOT (quotas) stops it too;
+// preallocation failing with ENOSPC or EDQUOT (quotas) stops it too; a
+// file system without an inode left for the lock file makes a cache that
+// passes every read through and touches nothing in the directory; a
+// sparse slab (no fallocate) already there counts as taking no new space;
 // if a slab write fails later, the cache stops storing new pages and keeps
 // serving the cached ones and the origin. Stats.Degraded and DegradedReason
 // say so. A cache directory that is a file or is not writable is a

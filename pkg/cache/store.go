@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -141,15 +142,25 @@ func openDir(dir string) (*os.File, error) {
 	}
 	// Creating the lock file may succeed on a read-only remount of an
 	// existing file; prove we can create and remove a file.
+	// A full file system (no inode or block left for the probe) is
+	// writable: the slab files already there are reused, and new ones
+	// find the disk full while preallocating.
 	probe := filepath.Join(dir, ".probe")
 	pf, err := os.OpenFile(probe, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
+	if err != nil && !isNoSpace(err) {
 		lock.Close()
 		return nil, fmt.Errorf("%w: %q is not writable: %w", ErrBadDir, dir, err)
 	}
-	pf.Close()
-	os.Remove(probe)
+	if err == nil {
+		pf.Close()
+		os.Remove(probe)
+	}
 	return lock, nil
+}
+
+// isNoSpace says whether err is a full disk or quota (of blocks or inodes).
+func isNoSpace(err error) bool {
+	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)
 }
 
 // openDiskStore opens or creates the slab files for capacity bytes. When
@@ -159,7 +170,18 @@ func openDir(dir string) (*os.File, error) {
 func openDiskStore(dir string, capacity, slabSize int64, pageSize int, hk *hooks, log *slog.Logger) (s *diskStore, degraded string, err error) {
 	lock, err := openDir(dir)
 	if err != nil {
-		return nil, "", err
+		if !isNoSpace(err) {
+			return nil, "", err
+		}
+		// No room even for the lock file (no inode left, say): pass reads
+		// through, and touch nothing in dir, which is not locked.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe
+		}
+		degraded = fmt.Sprintf("disk full: no space or inode left in %s for the cache's lock file (%v): passing reads through", dir, err)
+		log.Warn("cache degraded", "reason", degraded)
+		return &diskStore{dir: dir, hooks: hk}, degraded, nil
 	}
 	full := geometryFor(slabSize, pageSize)
 	if full.nslots == 0 {
@@ -188,7 +210,7 @@ func openDiskStore(dir string, capacity, slabSize int64, pageSize int, hk *hooks
 	for i, g := range geos {
 		sl, err := s.openSlab(filepath.Join(dir, slabName(i)), g, pageSize, log)
 		if err != nil {
-			if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+			if isNoSpace(err) {
 				degraded = fmt.Sprintf("disk full while preallocating slab %d of %d in %s: caching on %d of %d slabs (%v)",
 					i+1, len(geos), dir, i, len(geos), err)
 				log.Warn("cache degraded", "reason", degraded)
@@ -231,10 +253,17 @@ func slabsThatFit(dir string, geos []slabGeometry) (fit int, free, reserve int64
 	free = int64(st.Bavail) * bs
 	reserve = min(int64(st.Blocks)*bs/20, 1<<30)
 	var held int64
-	for i := range geos {
+	for i, g := range geos {
 		var fst unix.Stat_t
-		if unix.Stat(filepath.Join(dir, slabName(i)), &fst) == nil {
-			held += fst.Blocks * 512 // the file's allocated bytes
+		if unix.Stat(filepath.Join(dir, slabName(i)), &fst) != nil {
+			continue
+		}
+		if fst.Size == g.fileSize {
+			// Reused as it is (if its layout matches), even if sparse (a
+			// file system without fallocate): opening it takes no space.
+			held += g.fileSize
+		} else {
+			held += fst.Blocks * 512 // the file's allocated bytes, freed to reallocate it
 		}
 	}
 	budget := max(0, free-reserve) + held // the reserve is kept out of new space only
