@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,13 +26,16 @@ type cacheSimReport struct {
 	Results  []sim.Result `json:"results"`
 }
 
+// stdin is what --trace - reads (a test sets it).
+var stdin io.Reader = os.Stdin
+
 // runCacheSim implements `locusctl cache-sim`: it replays a trace through the
 // page cache's policies (the real policy code, no storage) and the library
 // baselines, and prints hit ratios.
 func runCacheSim(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("cache-sim", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	trace := fs.String("trace", "", "trace `FILE` (plain or gzip, detected by content)")
+	trace := fs.String("trace", "", "trace `FILE` (plain or gzip, detected by content; - reads standard input)")
 	format := fs.String("format", "keys", "trace format: keys (one decimal key per line), lirs (one block per line), arc (\"start count ignore req\" lines)")
 	capacity := fs.String("capacity", "", "cache capacity in keys (pages), or a comma-separated list")
 	fracs := fs.String("capacity-frac", "", "cache capacity as a fraction of the trace's distinct keys, or a comma-separated list (e.g. 0.01,0.1,0.5)")
@@ -96,9 +101,19 @@ func runCacheSim(args []string, stdout, stderr io.Writer) error {
 		opts.Progress = stderr
 	}
 
-	t, err := sim.ReadFile(*trace, f)
+	var t *sim.Trace
+	var err error
+	if *trace == "-" {
+		t, err = sim.Read(stdin, f, "stdin")
+	} else {
+		t, err = sim.ReadFile(*trace, f)
+	}
 	if err != nil {
 		return err
+	}
+	if sizes, err := opts.Sizes(t); err == nil && len(sizes) < len(opts.Capacities)+len(opts.Fractions) {
+		fmt.Fprintf(stderr, "cache-sim: %d of the sizes asked for come to a capacity asked for already (%d distinct keys); each capacity is replayed once\n",
+			len(opts.Capacities)+len(opts.Fractions)-len(sizes), t.Distinct)
 	}
 	if !*quiet && len(t.Keys) >= 1_000_000 {
 		fmt.Fprintf(stderr, "cache-sim: %s: %d accesses, %d distinct keys\n", t.Name, len(t.Keys), t.Distinct)
@@ -120,7 +135,19 @@ func runCacheSim(args []string, stdout, stderr io.Writer) error {
 	if err := sim.WriteTable(stdout, policy.DefaultName, results); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\n%s is the default policy; belady is the offline optimum (an upper bound).\n", policy.DefaultName)
+	var notes []string
+	ran := func(name string) bool {
+		return slices.ContainsFunc(results, func(r sim.Result) bool { return r.Policy == name })
+	}
+	if ran(policy.DefaultName) {
+		notes = append(notes, policy.DefaultName+" is the default policy")
+	}
+	if ran(sim.NameBelady) {
+		notes = append(notes, sim.NameBelady+" is the offline optimum (an upper bound)")
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(stdout, "\n%s.\n", strings.Join(notes, "; "))
+	}
 	return nil
 }
 

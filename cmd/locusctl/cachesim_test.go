@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/locuscache/locus/pkg/cache/sim"
 )
 
 func writeTrace(t *testing.T, name, body string) string {
@@ -150,5 +153,41 @@ func TestCacheSimSharedTrace(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "lirs-loop.keys.gz") || !strings.Contains(out.String(), "25%") {
 		t.Errorf("output:\n%s", out.String())
+	}
+}
+
+// Sizes that round to one capacity and a policy named twice replay once,
+// so the table and the JSON list the same results (the table showed one
+// row for three JSON results; a review's finding, 2026-11-30); --trace -
+// reads standard input; the footer names only the policies that ran.
+func TestCacheSimDuplicatesAndStdin(t *testing.T) {
+	defer func(r io.Reader) { stdin = r }(stdin)
+	stdin = strings.NewReader("5\n6\n5\n6\n")
+	var out, errOut bytes.Buffer
+	err := runCacheSim([]string{"--trace", "-", "--capacity-frac", "0.5,0.6,0.5", "--policy", "lru,lru", "--json"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("cache-sim: %v (stderr %s)", err, errOut.String())
+	}
+	var rep struct {
+		Trace   string       `json:"trace"`
+		Results []sim.Result `json:"results"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("bad JSON %v:\n%s", err, out.String())
+	}
+	if rep.Trace != "stdin" || len(rep.Results) != 1 || rep.Results[0].Capacity != 1 || rep.Results[0].Fraction != 0.5 {
+		t.Fatalf("got %+v; want one lru result at capacity 1 (fraction 0.5) from stdin", rep)
+	}
+	if !strings.Contains(errOut.String(), "2 of the sizes asked for come to a capacity asked for already") {
+		t.Errorf("stderr does not say sizes were merged: %q", errOut.String())
+	}
+
+	stdin = strings.NewReader("5\n6\n5\n6\n")
+	out.Reset()
+	if err := runCacheSim([]string{"--trace", "-", "--capacity", "1", "--policy", "lru", "--quiet"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); strings.Contains(s, "belady") || strings.Contains(s, "default policy") {
+		t.Errorf("table of lru alone mentions other policies:\n%s", s)
 	}
 }

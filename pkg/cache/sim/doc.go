@@ -7,8 +7,9 @@
 // HashKey (xxhash64 of its decimal form), as the page cache hashes page keys,
 // so policies see well-mixed 64-bit keys.
 //
-// Run replays a trace through each named Cache at each capacity, one replay
-// after the other in the calling goroutine:
+// Run replays a trace through each named Cache at each capacity, each
+// replay on one goroutine, Options.Parallel of them at once (the results do
+// not depend on it; every cache is built and used by one goroutine):
 //
 //   - policy.ByName names (locus, the default; lru) run the real policy code
 //     through PolicyCache, with the page cache's Touch/Insert protocol;

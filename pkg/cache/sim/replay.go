@@ -117,6 +117,10 @@ func Replay(keys []uint64, c Cache) (hits int64) {
 	return hits
 }
 
+// progressChunk is how many accesses a replay runs between two updates of
+// the progress count.
+const progressChunk = 1 << 18
+
 // Options configure Run.
 type Options struct {
 	// Policies to replay; empty means PolicyNames().
@@ -132,8 +136,9 @@ type Options struct {
 	// built-in names. With Parallel > 1 a factory is called from several
 	// goroutines at once (each call builds its own cache).
 	Extra map[string]func(capacity int, seed uint64) (Cache, error)
-	// Progress, if not nil, receives a line per replay that takes long
-	// enough to be worth reporting (after ProgressEvery; default 2s).
+	// Progress, if not nil, receives a line every ProgressEvery (default
+	// 2s) while the replays run: the share of the accesses replayed and
+	// the replays done.
 	Progress      io.Writer
 	ProgressEvery time.Duration
 	// Parallel is how many replays run at once (each replay is one policy
@@ -150,7 +155,7 @@ type Size struct {
 }
 
 // Sizes returns the capacities opts asks for on trace t, in the order given,
-// fractions first. It returns ErrCapacity for a capacity below 1 or a
+// fractions first, each capacity once. It returns ErrCapacity for a capacity below 1 or a
 // fraction that is not a positive finite number.
 func (o Options) Sizes(t *Trace) ([]Size, error) {
 	var sizes []Size
@@ -170,13 +175,27 @@ func (o Options) Sizes(t *Trace) ([]Size, error) {
 	if len(sizes) == 0 {
 		return nil, fmt.Errorf("%w: no capacity given", ErrCapacity)
 	}
-	return sizes, nil
+	// Two sizes of one capacity (fractions that round alike) replay once,
+	// as the first one asked.
+	var uniq []Size
+	for _, s := range sizes {
+		if !slices.ContainsFunc(uniq, func(u Size) bool { return u.Capacity == s.Capacity }) {
+			uniq = append(uniq, s)
+		}
+	}
+	return uniq, nil
 }
 
-// Run replays t through every requested policy at every requested size and
-// returns the results ordered by size, then by policy in the order asked.
+// Run replays t through every requested policy (each once) at every
+// requested size (each capacity once) and returns the results ordered by
+// size, then by policy in the order asked.
 func Run(t *Trace, opts Options) ([]Result, error) {
-	names := opts.Policies
+	var names []string
+	for _, n := range opts.Policies {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
 	if len(names) == 0 {
 		names = PolicyNames()
 	}
@@ -218,10 +237,9 @@ func Run(t *Trace, opts Options) ([]Result, error) {
 	results := make([]Result, len(jobs))
 	errs := make([]error, len(jobs))
 	var (
-		mu         sync.Mutex // guards done, last and writes to opts.Progress
-		done       int
+		done       atomic.Int64 // replays finished
+		replayed   atomic.Int64 // accesses replayed, for the progress lines
 		start      = time.Now()
-		last       = start
 		next       = make(chan job)
 		wg         sync.WaitGroup
 		workers    = min(max(1, opts.Parallel), len(jobs))
@@ -244,7 +262,12 @@ func Run(t *Trace, opts Options) ([]Result, error) {
 					failed.Store(true)
 					return
 				}
-				hits = Replay(t.Keys, c)
+				for keys := t.Keys; len(keys) > 0; {
+					n := min(len(keys), progressChunk)
+					hits += Replay(keys[:n], c)
+					replayed.Add(int64(n))
+					keys = keys[n:]
+				}
 			}
 			results[j.i] = Result{
 				Policy:   j.name,
@@ -254,16 +277,35 @@ func Run(t *Trace, opts Options) ([]Result, error) {
 				Hits:     hits,
 				HitRatio: float64(hits) / float64(len(t.Keys)),
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			done++
-			if opts.Progress != nil && time.Since(last) >= every {
-				last = time.Now()
-				fmt.Fprintf(opts.Progress, "cache-sim: %s: %d/%d replays done (%s, capacity %d), %s elapsed\n",
-					t.Name, done, len(jobs), j.name, j.size.Capacity, time.Since(start).Round(time.Second))
+			if j.name == NameBelady {
+				replayed.Add(int64(len(t.Keys)))
 			}
+			done.Add(1)
 		}
 	)
+	report := func() {
+		total := float64(len(jobs)) * float64(len(t.Keys))
+		fmt.Fprintf(opts.Progress, "cache-sim: %s: %.0f%% of the accesses replayed, %d/%d replays done, %s elapsed\n",
+			t.Name, 100*float64(replayed.Load())/total, done.Load(), len(jobs), time.Since(start).Round(time.Second))
+	}
+	stop := make(chan struct{})
+	var reporter sync.WaitGroup
+	if opts.Progress != nil {
+		reporter.Add(1)
+		go func() {
+			defer reporter.Done()
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					report()
+				}
+			}
+		}()
+	}
 	for range workers {
 		wg.Add(1)
 		go func() {
@@ -278,6 +320,11 @@ func Run(t *Trace, opts Options) ([]Result, error) {
 	}
 	close(next)
 	wg.Wait()
+	close(stop)
+	reporter.Wait()
+	if opts.Progress != nil && time.Since(start) >= every {
+		report() // the last word of a run long enough to have reported
+	}
 	for _, err := range errs {
 		if err != nil {
 			return nil, err

@@ -83,7 +83,7 @@ func WriteTable(w io.Writer, defaultName string, rs []Result) error {
 	for _, r := range rows {
 		cells := []string{fmt.Sprint(r.Capacity), "-"}
 		if r.Fraction > 0 {
-			cells[1] = fmt.Sprintf("%g%%", r.Fraction*100)
+			cells[1] = fmt.Sprintf("%.4g%%", r.Fraction*100)
 		}
 		for _, n := range names {
 			cells = append(cells, fmt.Sprintf("%.2f%%", r.Ratio[n]*100))
