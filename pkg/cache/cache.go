@@ -47,9 +47,14 @@ type Cache struct {
 	closed  atomic.Bool
 	closeMu sync.Mutex // serialises Close
 
-	seq            atomic.Uint64          // last page write sequence number
-	degraded       atomic.Pointer[string] // why the cache runs below its configuration (Stats)
-	stopped        atomic.Bool            // a slab write failed: no new pages are stored
+	seq      atomic.Uint64          // last page write sequence number
+	degraded atomic.Pointer[string] // why the cache runs below its configuration (Stats)
+	// A slab write failed: no new page is stored until stoppedUntil (unix
+	// nanoseconds; 0: storing). The next store after it tries again.
+	stoppedUntil   atomic.Int64
+	stopMu         sync.Mutex    // guards stopBackoff and startReason's use
+	stopBackoff    time.Duration // the next pause after a failed write
+	startReason    *string       // degraded's reason from New (slabs that did not fit), or nil
 	originRequests atomic.Int64
 	originBytes    atomic.Int64
 	originErrors   atomic.Int64
@@ -100,6 +105,7 @@ func New(cfg Config) (*Cache, error) {
 		}
 		if reason != "" {
 			c.degraded.Store(&reason)
+			c.startReason = &reason
 		}
 		if n := int(cfg.MemoryBytes / int64(cfg.PageSize)); n > 0 && c.store != nil {
 			c.ram = newRAMTier(n, cfg.PageSize)
@@ -195,19 +201,58 @@ func (c *Cache) newMini(nslots int) (*mrc.Mini, error) {
 // quota is how many slots shard i owns: its policy's capacity.
 func (c *Cache) quota(i int) int { return c.quotas[i] }
 
+// Pauses in storing new pages after a failed slab write: the first, and
+// the longest (each failure after a retry doubles the pause).
+const (
+	minStorePause = 30 * time.Second
+	maxStorePause = 10 * time.Minute
+)
+
 // writeFailed counts a failed slab write and degrades the cache: it stops
-// storing new pages (reads of cached pages and pass-through reads go on).
+// storing new pages (reads of cached pages and pass-through reads go on)
+// for a pause, 30 s after the first failure and doubling up to 10 min
+// while retries fail, so a disk that was full or failing for a while is
+// used again without a restart.
 func (c *Cache) writeFailed(err error) {
 	c.writeErrors.Add(1)
-	if !c.stopped.CompareAndSwap(false, true) {
-		return
+	c.stopMu.Lock()
+	defer c.stopMu.Unlock()
+	now := c.cfg.hooks.now()
+	if until := c.stoppedUntil.Load(); until != 0 && now.UnixNano() < until {
+		return // a write that began before the pause
 	}
-	reason := fmt.Sprintf("slab write failed, no new pages are cached: %v", err)
-	if old := c.degraded.Load(); old != nil {
-		reason = *old + "; " + reason
+	pause := max(c.stopBackoff, minStorePause)
+	c.stopBackoff = min(2*pause, maxStorePause)
+	c.stoppedUntil.Store(now.Add(pause).UnixNano())
+	reason := fmt.Sprintf("slab write failed, no new pages are cached for %s: %v", pause, err)
+	if c.startReason != nil {
+		reason = *c.startReason + "; " + reason
 	}
 	c.degraded.Store(&reason)
-	c.cfg.Logger.Error("cache degraded to pass-through for new pages", "dir", c.cfg.Dir, "err", err)
+	c.cfg.Logger.Error("cache degraded to pass-through for new pages", "dir", c.cfg.Dir, "err", err, "retry_in", pause)
+}
+
+// storing says whether new pages may be stored (no pause after a failed
+// write is running).
+func (c *Cache) storing() bool {
+	until := c.stoppedUntil.Load()
+	return until == 0 || c.cfg.hooks.now().UnixNano() >= until
+}
+
+// writeSucceeded ends a pause's degradation after a write succeeded.
+func (c *Cache) writeSucceeded() {
+	if c.stoppedUntil.Load() == 0 {
+		return
+	}
+	c.stopMu.Lock()
+	defer c.stopMu.Unlock()
+	if until := c.stoppedUntil.Load(); until == 0 || c.cfg.hooks.now().UnixNano() < until {
+		return // already recovered, or a write that began before a new pause
+	}
+	c.stoppedUntil.Store(0)
+	c.stopBackoff = 0
+	c.degraded.Store(c.startReason)
+	c.cfg.Logger.Info("cache stores new pages again: a slab write succeeded", "dir", c.cfg.Dir)
 }
 
 // Invalidate drops every cached page of uri, whatever its version, so the

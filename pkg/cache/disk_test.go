@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/locuscache/locus/pkg/cache"
 	"github.com/locuscache/locus/pkg/cache/cachetest"
@@ -607,4 +608,70 @@ func TestSparseSlabKeptOnFullDisk(t *testing.T) {
 	if res.HitPages != pages {
 		t.Fatalf("after the restart: %d hits, want %d", res.HitPages, pages)
 	}
+}
+
+// After a failed slab write the cache stops storing new pages for a pause
+// (30 s, doubling while retries fail), then tries again: a disk that was
+// full for a while is used again without a restart (it stopped for good; a
+// review's suspicion, 2026-11-30).
+func TestStoresAgainAfterWriteFailurePause(t *testing.T) {
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/pause", "v", 12*testPage)
+	var fail atomic.Bool
+	var clock atomic.Int64 // seconds after the start
+	t0 := time.Unix(1_800_000_000, 0)
+	cfg := cache.WithFaults(cache.Config{Origin: org, Dir: t.TempDir(), CapacityBytes: 1 << 20, PageSize: testPage, Policy: "lru"},
+		cache.Faults{
+			Pwrite: func(fd int, p []byte, off int64) (int, error) {
+				if fail.Load() {
+					return 0, syscall.ENOSPC
+				}
+				return syscall.Pwrite(fd, p, off)
+			},
+			Clock: func() time.Time { return t0.Add(time.Duration(clock.Load()) * time.Second) },
+		})
+	c, err := cache.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	page := func(i int) (hits int64) {
+		t.Helper()
+		got, res := mustGet(t, c, obj, int64(i)*testPage, testPage)
+		checkBytes(t, obj, int64(i)*testPage, got)
+		return res.HitPages
+	}
+	page(0)
+	fail.Store(true)
+	page(1) // the write fails: a pause of 30 s begins
+	st := c.Stats()
+	if !st.Degraded || st.WriteErrors != 1 || !strings.Contains(st.DegradedReason, "30s") {
+		t.Fatalf("after a failed write: degraded %v (%q), %d write errors; want a 30s pause, 1 error", st.Degraded, st.DegradedReason, st.WriteErrors)
+	}
+	fail.Store(false)
+	clock.Store(29)
+	page(2) // in the pause: not stored, no write tried
+	if page(2) != 0 || c.Stats().WriteErrors != 1 {
+		t.Fatalf("page 2 read during the pause was stored (or written)")
+	}
+	fail.Store(true)
+	clock.Store(30)
+	page(3) // the retry fails: a pause of 60 s
+	if st := c.Stats(); st.WriteErrors != 2 || !strings.Contains(st.DegradedReason, "1m0s") {
+		t.Fatalf("after a failed retry: %d write errors, reason %q; want 2 and a 1m0s pause", st.WriteErrors, st.DegradedReason)
+	}
+	fail.Store(false)
+	clock.Store(89)
+	if page(4); page(4) != 0 {
+		t.Fatalf("page 4 read during the second pause was stored")
+	}
+	clock.Store(90)
+	page(5) // the retry succeeds: storing again
+	if st := c.Stats(); st.Degraded || page(5) != 1 {
+		t.Fatalf("after a successful retry: degraded %v (%q), or page 5 not cached", st.Degraded, st.DegradedReason)
+	}
+	if page(0) != 1 {
+		t.Fatalf("page 0, cached before the failures, is gone")
+	}
+	checkInv(t, c)
 }

@@ -140,8 +140,10 @@
 // file system without an inode left for the lock file makes a cache that
 // passes every read through and touches nothing in the directory; a
 // sparse slab (no fallocate) already there counts as taking no new space;
-// if a slab write fails later, the cache stops storing new pages and keeps
-// serving the cached ones and the origin. Stats.Degraded and DegradedReason
+// if a slab write fails later, the cache stops storing new pages for a
+// pause (30 s, doubling up to 10 min while its retries fail) and keeps
+// serving the cached ones and the origin; the first write that succeeds
+// after a pause ends the degradation. Stats.Degraded and DegradedReason
 // say so. A cache directory that is a file or is not writable is a
 // configuration error (ErrBadDir); one in use by another cache is
 // ErrDirLocked.

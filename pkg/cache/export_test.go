@@ -1,5 +1,7 @@
 package cache
 
+import "time"
+
 // Test-only access to internals, for the external test package.
 
 // Faults injects failures and delays into the disk path of the Cache that
@@ -8,11 +10,13 @@ type Faults struct {
 	Pwrite    func(fd int, p []byte, off int64) (int, error)
 	Fallocate func(fd int, off, n int64) error
 	AfterData func()
+	// Clock replaces time.Now for the pauses after a failed write.
+	Clock func() time.Time
 }
 
 // WithFaults returns cfg with f installed.
 func WithFaults(cfg Config, f Faults) Config {
-	cfg.hooks = &hooks{pwrite: f.Pwrite, fallocate: f.Fallocate, afterData: f.AfterData}
+	cfg.hooks = &hooks{pwrite: f.Pwrite, fallocate: f.Fallocate, afterData: f.AfterData, clock: f.Clock}
 	return cfg
 }
 

@@ -9,7 +9,8 @@ type Stats struct {
 	// Mode is "disk", "ram" or "pass-through" (no slots at all).
 	Mode string
 	// Degraded is set when the cache runs below its configuration: it
-	// stopped storing new pages (a failing or full disk), or the disk was
+	// paused storing new pages after a failed write (a failing or full
+	// disk; it tries again after the pause), or the disk was
 	// too full at start for every slab (it caches on the slabs that fit).
 	// DegradedReason says which. Reads keep working.
 	Degraded       bool

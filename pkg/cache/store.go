@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -75,6 +76,15 @@ type hooks struct {
 	fallocate func(fd int, off, n int64) error
 	// afterData runs between a page's data write and its header write.
 	afterData func()
+	// clock, if set, replaces time.Now for the pauses after a failed write.
+	clock func() time.Time
+}
+
+func (h *hooks) now() time.Time {
+	if h != nil && h.clock != nil {
+		return h.clock()
+	}
+	return time.Now()
 }
 
 func (h *hooks) doPwrite(fd int, p []byte, off int64) (int, error) {

@@ -1,6 +1,9 @@
 package policy
 
-import "math"
+import (
+	"math"
+	"os"
+)
 
 // Kinds of candidate policy the tuner simulates.
 const (
@@ -150,6 +153,9 @@ type tuner struct {
 	eacc  float64   // sampled accesses the early shadows saw
 }
 
+var expMode = os.Getenv("LOCUS_EXP")
+var expThree = expMode == "three"
+
 func newTuner(capacity int, seed uint64) *tuner {
 	t := &tuner{seed: mix64(seed ^ 0x74756e6572), victims: make([]uint64, 0, 8), curVictims: make([]uint64, 0, 8), pending: -1, deferred: -1}
 	size := capacity
@@ -169,6 +175,9 @@ func newTuner(capacity int, seed uint64) *tuner {
 	for i, c := range candidates {
 		if capacity < minAllShadows && i >= tinyCandidates {
 			continue // a tiny cache: its fixed cost per shadow dominates
+		}
+		if expThree && t.confirm && i >= tinyCandidates {
+			continue
 		}
 		t.cands = append(t.cands, c)
 		t.shadows = append(t.shadows, newShadow(c, size, mix64(seed+uint64(i)+1), t.freq))
@@ -430,7 +439,7 @@ func (t *tuner) stalled(i int, span float64) bool {
 // itself, unless the tuner needs a switch confirmed (confirm) and the last
 // decision did not choose best too, in which case the current one.
 func (t *tuner) confirmed(best int) int {
-	if !t.confirm || best == t.cur {
+	if !t.confirm || best == t.cur || (expMode == "lraimm" && (t.cands[best].kind == kindARC || t.cands[best].window >= 1)) || (expMode == "lruimm" && t.cands[best].kind != kindARC && t.cands[best].window >= 1) || (expMode == "arcimm" && t.cands[best].kind == kindARC) || (expMode == "winout" && (t.cands[best].kind == kindARC || t.cands[best].window >= 1) && t.cands[t.cur].kind != kindARC && t.cands[t.cur].window < 1) || (expMode == "either" && (t.cands[best].kind == kindARC || t.cands[best].window >= 1 || t.cands[t.cur].kind == kindARC || t.cands[t.cur].window >= 1)) {
 		t.pending = -1
 		return best
 	}
