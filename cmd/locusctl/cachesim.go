@@ -184,6 +184,11 @@ code, no disk) and prints each policy's hit ratio at each capacity:
             its ratios vary between runs (by a few points on tiny caches)
   belady    the offline optimum, an upper bound for every policy
 
+The table gives hit ratios in percent; --json prints {"trace": ...,
+"results": [{"policy": ..., "capacity": ..., "hit_ratio": ...}, ...]} with
+hit_ratio a fraction from 0 to 1 (and the hits, accesses and fraction of
+the distinct keys). A capacity asked twice is replayed once.
+
 Flags:
 `)
 	fs.SetOutput(w)
