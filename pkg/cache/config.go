@@ -235,6 +235,15 @@ func (cfg Config) validate() (Config, error) {
 		return bad("HistoryPages %d above the maximum %d", cfg.HistoryPages, maxHistoryPages)
 	}
 	if cfg.Dir != "" {
+		if geometryFor(cfg.SlabSize, cfg.PageSize).nslots == 0 {
+			least := MinDiskCapacity(cfg.PageSize)
+			what := "SlabSize"
+			if cfg.SlabSize == cfg.CapacityBytes {
+				what = "CapacityBytes"
+			}
+			return bad("%s %d cannot hold one %d-byte page with its header and the slab's superblock: give at least %d bytes",
+				what, cfg.SlabSize, cfg.PageSize, least)
+		}
 		if n := cfg.CapacityBytes / cfg.SlabSize; n >= maxSlabs {
 			return bad("CapacityBytes %d in slabs of %d bytes makes %d slab files, more than %d: raise SlabSize",
 				cfg.CapacityBytes, cfg.SlabSize, n, maxSlabs)
@@ -262,4 +271,10 @@ func physicalMemory() int64 {
 		return 0
 	}
 	return int64(si.Totalram) * int64(si.Unit)
+}
+
+// MinDiskCapacity is the least CapacityBytes (and SlabSize) of a disk cache
+// of pageSize-byte pages: one page, its header and a slab's superblock.
+func MinDiskCapacity(pageSize int) int64 {
+	return superSize + roundUp(headerSize, 4096) + int64(slotSizeFor(pageSize))
 }

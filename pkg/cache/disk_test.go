@@ -168,6 +168,17 @@ func TestInvalidConfig(t *testing.T) {
 			t.Errorf("New(%+v): %v, want ErrInvalidConfig", cfg, err)
 		}
 	}
+	// A cache of exactly one page has no room for the page's header: the
+	// error names the capacity and the least that works (it named the
+	// slab size, a field the caller had not set).
+	dir := t.TempDir()
+	_, err := cache.New(cache.Config{Origin: org, Dir: dir, CapacityBytes: 1 << 20})
+	if !errors.Is(err, cache.ErrInvalidConfig) || !strings.Contains(err.Error(), "CapacityBytes 1048576 cannot hold one 1048576-byte page") || !strings.Contains(err.Error(), "give at least") {
+		t.Errorf("New with a one-page capacity: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused config left %d files in the cache directory", len(entries))
+	}
 }
 
 // Bytes flipped in a slab are detected on the first read after a restart:

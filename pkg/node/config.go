@@ -281,6 +281,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: cache size %d and memory size %d must be >= 0", ErrInvalidConfig, c.CacheSize, c.MemorySize)
 	case c.CacheDir != "" && c.CacheSize == 0:
 		return fmt.Errorf("%w: a cache directory needs a cache size (--cache-size)", ErrInvalidConfig)
+	case c.CacheDir != "" && c.CacheSize < cache.MinDiskCapacity(c.PageSize):
+		return fmt.Errorf("%w: --cache-size %s holds no page of --page-size %s with its header: want at least %s",
+			ErrInvalidConfig, membership.FormatBytes(c.CacheSize), membership.FormatBytes(int64(c.PageSize)), membership.FormatBytes(cache.MinDiskCapacity(c.PageSize)))
 	case c.CacheDir == "" && c.MemorySize < int64(c.PageSize):
 		return fmt.Errorf("%w: --memory-size %s holds no page of --page-size %s: want at least one page (or a --cache-dir)",
 			ErrInvalidConfig, membership.FormatBytes(c.MemorySize), membership.FormatBytes(int64(c.PageSize)))

@@ -139,6 +139,7 @@ func TestConfigErrors(t *testing.T) {
 		"no origin":             func(c *node.Config) { c.Origin = nil },
 		"page not dividing":     func(c *node.Config) { c.PageSize = 3 << 10; c.BlockSize = 1 << 20 },
 		"dir without size":      func(c *node.Config) { c.CacheDir = t.TempDir() },
+		"size of one page":      func(c *node.Config) { c.CacheDir, c.CacheSize = t.TempDir(), int64(c.PageSize) },
 		"negative replication":  func(c *node.Config) { c.Replication = -1 },
 		"replication over max":  func(c *node.Config) { c.Replication = membership.MaxReplication + 1 },
 		"cert without key":      func(c *node.Config) { c.TLSCertFile = "x" },
