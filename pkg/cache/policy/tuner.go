@@ -1,9 +1,6 @@
 package policy
 
-import (
-	"math"
-	"os"
-)
+import "math"
 
 // Kinds of candidate policy the tuner simulates.
 const (
@@ -18,6 +15,9 @@ type candidate struct {
 	filter bool    // W-TinyLFU: admission contests use the sketch
 	margin int     // W-TinyLFU: the candidate's frequency must exceed the victim's by more than this
 }
+
+// isLRU says whether c is LRU (a W-TinyLFU whose window is the whole cache).
+func (c candidate) isLRU() bool { return c.kind == kindTinyLFU && c.window >= 1 }
 
 // candidates are the configurations the tuner chooses from, in order of
 // preference when two lead by the same margin: Caffeine's 1% window with a
@@ -153,9 +153,6 @@ type tuner struct {
 	eacc  float64   // sampled accesses the early shadows saw
 }
 
-var expMode = os.Getenv("LOCUS_EXP")
-var expThree = expMode == "three"
-
 func newTuner(capacity int, seed uint64) *tuner {
 	t := &tuner{seed: mix64(seed ^ 0x74756e6572), victims: make([]uint64, 0, 8), curVictims: make([]uint64, 0, 8), pending: -1, deferred: -1}
 	size := capacity
@@ -175,9 +172,6 @@ func newTuner(capacity int, seed uint64) *tuner {
 	for i, c := range candidates {
 		if capacity < minAllShadows && i >= tinyCandidates {
 			continue // a tiny cache: its fixed cost per shadow dominates
-		}
-		if expThree && t.confirm && i >= tinyCandidates {
-			continue
 		}
 		t.cands = append(t.cands, c)
 		t.shadows = append(t.shadows, newShadow(c, size, mix64(seed+uint64(i)+1), t.freq))
@@ -436,10 +430,14 @@ func (t *tuner) stalled(i int, span float64) bool {
 }
 
 // confirmed returns the candidate to follow when a decision chose best: best
-// itself, unless the tuner needs a switch confirmed (confirm) and the last
-// decision did not choose best too, in which case the current one.
+// itself, unless the tuner needs a switch confirmed (confirm), best is not
+// LRU, and the last decision did not choose best too, in which case the
+// current one. A switch to LRU is not confirmed: after a change of workload
+// the W-TinyLFU candidates hold the dead workload's keys until their sketch
+// ages, LRU leads, and each period of waiting costs the live cache that
+// lead (the measurements are in doc.go, tenth round).
 func (t *tuner) confirmed(best int) int {
-	if !t.confirm || best == t.cur || (expMode == "lraimm" && (t.cands[best].kind == kindARC || t.cands[best].window >= 1)) || (expMode == "lruimm" && t.cands[best].kind != kindARC && t.cands[best].window >= 1) || (expMode == "arcimm" && t.cands[best].kind == kindARC) || (expMode == "winout" && (t.cands[best].kind == kindARC || t.cands[best].window >= 1) && t.cands[t.cur].kind != kindARC && t.cands[t.cur].window < 1) || (expMode == "either" && (t.cands[best].kind == kindARC || t.cands[best].window >= 1 || t.cands[t.cur].kind == kindARC || t.cands[t.cur].window >= 1)) {
+	if !t.confirm || best == t.cur || t.cands[best].isLRU() {
 		t.pending = -1
 		return best
 	}

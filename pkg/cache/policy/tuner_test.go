@@ -371,8 +371,8 @@ func TestTunerEarlyShadows(t *testing.T) {
 
 // TestTunerConfirmsSwitchesOnASmallSample checks that a tuner sampling
 // under confirmShare of its keys switches only to a candidate two
-// decisions in a row choose, and that a tuner with a larger sample (or
-// none) switches at once.
+// decisions in a row choose, except LRU, which it follows at once, and
+// that a tuner with a larger sample (or none) switches at once.
 func TestTunerConfirmsSwitchesOnASmallSample(t *testing.T) {
 	for _, tc := range []struct {
 		capacity int
@@ -389,11 +389,15 @@ func TestTunerConfirmsSwitchesOnASmallSample(t *testing.T) {
 		{2, 0}, // ARC once: not yet
 		{0, 0}, // back to the current one: ARC's first win forgotten
 		{2, 0}, // ARC once more
-		{1, 0}, // LRU: ARC not confirmed, LRU pending
-		{1, 1}, // LRU twice in a row: switch
-		{1, 1}, // stays
-		{3, 1},
+		{4, 0}, // the 10% window: ARC not confirmed, the window pending
+		{4, 4}, // the window twice in a row: switch
+		{4, 4}, // stays
+		{3, 4},
 		{3, 3},
+		{2, 3}, // ARC pending
+		{1, 1}, // LRU: at once, and ARC's pending win forgotten
+		{2, 1},
+		{2, 2},
 	} {
 		tu.cur = tu.confirmed(step[0])
 		if tu.cur != step[1] {
