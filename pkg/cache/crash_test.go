@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -56,12 +57,20 @@ func TestCrashChild(t *testing.T) {
 	}
 	round, _ := strconv.Atoi(os.Getenv(crashEnvRound))
 	rng := rand.New(rand.NewPCG(uint64(round), 7))
+	// The hook runs on the fill goroutines, concurrently: its own
+	// generator, under a lock (sharing rng was a data race).
+	var hookMu sync.Mutex
+	hookRng := rand.New(rand.NewPCG(uint64(round), 8))
 	cfg := cache.WithFaults(crashConfig(dir), cache.Faults{AfterData: func() {
 		// Widen the window between a page's data and its header, where a
 		// kill leaves a torn page.
-		if rng.IntN(4) == 0 {
-			time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+		hookMu.Lock()
+		pause := time.Duration(0)
+		if hookRng.IntN(4) == 0 {
+			pause = time.Duration(hookRng.IntN(300)) * time.Microsecond
 		}
+		hookMu.Unlock()
+		time.Sleep(pause)
 	}})
 	c, err := cache.New(cfg)
 	if err != nil {

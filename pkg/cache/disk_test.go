@@ -122,11 +122,11 @@ func TestBadDir(t *testing.T) {
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := cache.New(cache.Config{Origin: org, Dir: file, CapacityBytes: 1 << 20})
+	_, err := cache.New(cache.Config{Origin: org, Dir: file, CapacityBytes: 4 << 20})
 	if !errors.Is(err, cache.ErrBadDir) {
 		t.Fatalf("Dir is a file: %v, want ErrBadDir", err)
 	}
-	_, err = cache.New(cache.Config{Origin: org, Dir: filepath.Join(file, "sub"), CapacityBytes: 1 << 20})
+	_, err = cache.New(cache.Config{Origin: org, Dir: filepath.Join(file, "sub"), CapacityBytes: 4 << 20})
 	if !errors.Is(err, cache.ErrBadDir) {
 		t.Fatalf("Dir under a file: %v, want ErrBadDir", err)
 	}
@@ -141,7 +141,7 @@ func TestBadDir(t *testing.T) {
 		} else if err := os.Chmod(dir, 0o500); err != nil {
 			t.Fatal(err)
 		}
-		_, err := cache.New(cache.Config{Origin: org, Dir: dir, CapacityBytes: 1 << 20})
+		_, err := cache.New(cache.Config{Origin: org, Dir: dir, CapacityBytes: 4 << 20})
 		if !errors.Is(err, cache.ErrBadDir) {
 			t.Fatalf("read-only dir: %v, want ErrBadDir", err)
 		}
