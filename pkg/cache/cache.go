@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,14 +48,21 @@ type Cache struct {
 	closed  atomic.Bool
 	closeMu sync.Mutex // serialises Close
 
-	seq      atomic.Uint64          // last page write sequence number
-	degraded atomic.Pointer[string] // why the cache runs below its configuration (Stats)
-	// A slab write failed: no new page is stored until stoppedUntil (unix
-	// nanoseconds; 0: storing). The next store after it tries again.
-	stoppedUntil   atomic.Int64
-	stopMu         sync.Mutex    // guards stopBackoff and startReason's use
-	stopBackoff    time.Duration // the next pause after a failed write
-	startReason    *string       // degraded's reason from New (slabs that did not fit), or nil
+	seq atomic.Uint64 // last page write sequence number
+	// startReason says why the cache runs below its configuration from
+	// New on (slabs that did not fit, no room for the lock file); nil if
+	// it does not. Set before New returns, read-only after.
+	startReason *string
+	// A failed slab write pauses storing new pages: pausedUntil is the
+	// pause's end, in nanoseconds on the cache's clock (since epoch; 0: no
+	// pause), pauseReason says why. The next store after the end tries
+	// again.
+	epoch          time.Time
+	pausedUntil    atomic.Int64
+	pauseReason    atomic.Pointer[string]
+	pauseMu        sync.Mutex    // serialises writeFailed; guards the two fields below
+	lastPause      time.Duration // the last pause's length (0: none yet)
+	lastEnd        int64         // the last pause's end, on the cache's clock
 	originRequests atomic.Int64
 	originBytes    atomic.Int64
 	originErrors   atomic.Int64
@@ -93,6 +101,7 @@ func New(cfg Config) (*Cache, error) {
 		maxFetchPages: int(cfg.MaxFetchBytes / int64(cfg.PageSize)),
 	}
 	c.window = c.maxFetchPages * cfg.FetchParallelism
+	c.epoch = cfg.hooks.now()
 	c.states.New = func() any { return &readState{} }
 	if cfg.Dir != "" {
 		ds, reason, err := openDiskStore(cfg.Dir, cfg.CapacityBytes, cfg.SlabSize, cfg.PageSize, cfg.hooks, cfg.Logger)
@@ -104,7 +113,6 @@ func New(cfg Config) (*Cache, error) {
 			c.store = ds
 		}
 		if reason != "" {
-			c.degraded.Store(&reason)
 			c.startReason = &reason
 		}
 		if n := int(cfg.MemoryBytes / int64(cfg.PageSize)); n > 0 && c.store != nil {
@@ -202,57 +210,73 @@ func (c *Cache) newMini(nslots int) (*mrc.Mini, error) {
 func (c *Cache) quota(i int) int { return c.quotas[i] }
 
 // Pauses in storing new pages after a failed slab write: the first, and
-// the longest (each failure after a retry doubles the pause).
+// the longest.
 const (
 	minStorePause = 30 * time.Second
 	maxStorePause = 10 * time.Minute
 )
 
-// writeFailed counts a failed slab write and degrades the cache: it stops
-// storing new pages (reads of cached pages and pass-through reads go on)
-// for a pause, 30 s after the first failure and doubling up to 10 min
-// while retries fail, so a disk that was full or failing for a while is
-// used again without a restart.
+// now is the cache's clock: nanoseconds since New, monotonic (the hooks'
+// clock in tests).
+func (c *Cache) now() int64 { return int64(c.cfg.hooks.now().Sub(c.epoch)) }
+
+// writeFailed counts a failed slab write and pauses storing new pages
+// (reads of cached pages and pass-through reads go on), so that a disk
+// that is full or failing for a while is used again without a restart: 30
+// s after a first failure, twice the last pause after a failure within 10
+// min of the last pause's end (writes that succeed in between, as into
+// the allocated part of a sparse slab, do not reset it), at most 10 min.
 func (c *Cache) writeFailed(err error) {
 	c.writeErrors.Add(1)
-	c.stopMu.Lock()
-	defer c.stopMu.Unlock()
-	now := c.cfg.hooks.now()
-	if until := c.stoppedUntil.Load(); until != 0 && now.UnixNano() < until {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	now := c.now()
+	if until := c.pausedUntil.Load(); until != 0 && now < until {
 		return // a write that began before the pause
 	}
-	pause := max(c.stopBackoff, minStorePause)
-	c.stopBackoff = min(2*pause, maxStorePause)
-	c.stoppedUntil.Store(now.Add(pause).UnixNano())
-	reason := fmt.Sprintf("slab write failed, no new pages are cached for %s: %v", pause, err)
-	if c.startReason != nil {
-		reason = *c.startReason + "; " + reason
+	pause := minStorePause
+	if c.lastPause > 0 && now-c.lastEnd <= int64(maxStorePause) {
+		pause = min(2*c.lastPause, maxStorePause)
 	}
-	c.degraded.Store(&reason)
+	c.lastPause, c.lastEnd = pause, now+int64(pause)
+	reason := fmt.Sprintf("slab write failed, no new pages are cached for %s: %v", pause, err)
+	c.pauseReason.Store(&reason)
+	c.pausedUntil.Store(now + int64(pause))
 	c.cfg.Logger.Error("cache degraded to pass-through for new pages", "dir", c.cfg.Dir, "err", err, "retry_in", pause)
 }
 
-// storing says whether new pages may be stored (no pause after a failed
-// write is running).
-func (c *Cache) storing() bool {
-	until := c.stoppedUntil.Load()
-	return until == 0 || c.cfg.hooks.now().UnixNano() >= until
+// paused says whether a pause after a failed write is running (new pages
+// are not stored).
+func (c *Cache) paused() bool {
+	until := c.pausedUntil.Load()
+	return until != 0 && c.now() < until
 }
 
-// writeSucceeded ends a pause's degradation after a write succeeded.
+// writeSucceeded notes that storing works again after a pause.
 func (c *Cache) writeSucceeded() {
-	if c.stoppedUntil.Load() == 0 {
+	if c.pausedUntil.Load() == 0 {
 		return
 	}
-	c.stopMu.Lock()
-	defer c.stopMu.Unlock()
-	if until := c.stoppedUntil.Load(); until == 0 || c.cfg.hooks.now().UnixNano() < until {
-		return // already recovered, or a write that began before a new pause
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	if until := c.pausedUntil.Load(); until == 0 || c.now() < until {
+		return // already noted, or a write that began before a new pause
 	}
-	c.stoppedUntil.Store(0)
-	c.stopBackoff = 0
-	c.degraded.Store(c.startReason)
+	c.pausedUntil.Store(0)
 	c.cfg.Logger.Info("cache stores new pages again: a slab write succeeded", "dir", c.cfg.Dir)
+}
+
+// degradedReason says why the cache runs below its configuration now ("":
+// it does not): its start, and a pause that is running.
+func (c *Cache) degradedReason() string {
+	var rs []string
+	if c.startReason != nil {
+		rs = append(rs, *c.startReason)
+	}
+	if r := c.pauseReason.Load(); r != nil && c.paused() {
+		rs = append(rs, *r)
+	}
+	return strings.Join(rs, "; ")
 }
 
 // Invalidate drops every cached page of uri, whatever its version, so the

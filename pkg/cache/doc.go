@@ -139,8 +139,10 @@
 // preallocation failing with ENOSPC or EDQUOT (quotas) stops it too; a
 // file system without an inode left for the lock file makes a cache that
 // passes every read through and touches nothing in the directory; a
-// sparse slab (no fallocate) already there counts as taking no new space;
-// if a slab write fails later, the cache stops storing new pages for a
+// sparse slab (a file system without fallocate) already there needs its
+// holes from the free space, so on a full disk it is dropped with its
+// pages rather than allowed to eat the reserve; if a slab write fails
+// later, the cache stops storing new pages for a
 // pause (30 s, doubling up to 10 min while its retries fail) and keeps
 // serving the cached ones and the origin; the first write that succeeds
 // after a pause ends the degradation. Stats.Degraded and DegradedReason

@@ -632,7 +632,7 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 	sh := c.shardFor(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.pol == nil || sh.closed || !o.cacheable || !c.storing() || o.dead.Load() {
+	if sh.pol == nil || sh.closed || !o.cacheable || c.paused() || o.dead.Load() {
 		if !o.cacheable {
 			c.uncacheable.Add(1)
 		}

@@ -111,8 +111,8 @@ func (c *Cache) Stats() Stats {
 		s.RAMPages, s.RAMCapacityPages = c.ram.resident(), int64(len(c.ram.owner))
 		s.RAMHits, s.Promotions = c.ram.hits.Load(), c.ram.promotions.Load()
 	}
-	if r := c.degraded.Load(); r != nil {
-		s.Degraded, s.DegradedReason = true, *r
+	if r := c.degradedReason(); r != "" {
+		s.Degraded, s.DegradedReason = true, r
 	}
 	if c.cfg.Sizer != nil && len(c.slots) > 0 { // a pass-through cache has no size to scale
 		c.sizerMu.Lock()

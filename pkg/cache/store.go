@@ -263,17 +263,13 @@ func slabsThatFit(dir string, geos []slabGeometry) (fit int, free, reserve int64
 	free = int64(st.Bavail) * bs
 	reserve = min(int64(st.Blocks)*bs/20, 1<<30)
 	var held int64
-	for i, g := range geos {
+	for i := range geos {
 		var fst unix.Stat_t
-		if unix.Stat(filepath.Join(dir, slabName(i)), &fst) != nil {
-			continue
-		}
-		if fst.Size == g.fileSize {
-			// Reused as it is (if its layout matches), even if sparse (a
-			// file system without fallocate): opening it takes no space.
-			held += g.fileSize
-		} else {
-			held += fst.Blocks * 512 // the file's allocated bytes, freed to reallocate it
+		if unix.Stat(filepath.Join(dir, slabName(i)), &fst) == nil {
+			// The file's allocated bytes: a sparse slab (a file system
+			// without fallocate) needs its holes from the free space, or
+			// filling them would eat the reserve.
+			held += fst.Blocks * 512
 		}
 	}
 	budget := max(0, free-reserve) + held // the reserve is kept out of new space only

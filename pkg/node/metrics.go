@@ -208,7 +208,7 @@ var (
 	descPages      = prometheus.NewDesc("locus_cache_resident_pages", "Pages cached.", nil, nil)
 	descRAMPages   = prometheus.NewDesc("locus_cache_ram_pages", "Disk pages with a copy in the RAM tier.", nil, nil)
 	descRAMHits    = prometheus.NewDesc("locus_cache_ram_hits_total", "Pages served from the RAM tier.", nil, nil)
-	descDegraded   = prometheus.NewDesc("locus_cache_degraded", "1 when the cache stopped storing new pages (full or failing disk).", nil, nil)
+	descDegraded   = prometheus.NewDesc("locus_cache_degraded", "1 while the cache runs below its configuration: slabs that did not fit at start, or a pause in storing new pages after a failed write (full or failing disk).", nil, nil)
 	descReindexed  = prometheus.NewDesc("locus_cache_reindexed_pages", "Pages found on disk at start (warm restart).", nil, nil)
 	descOrigBytes  = prometheus.NewDesc("locus_cache_origin_fetched_bytes_total", "Bytes the cache fetched from the origin to fill pages.", nil, nil)
 	descSizingRead = prometheus.NewDesc("locus_cache_sizing_sampled_reads_total", "Page reads the policy sizing estimate (locus_cache_estimated_hit_ratio{model=\"policy\"}) replayed: the sample it rests on.", nil, nil)

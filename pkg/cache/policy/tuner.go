@@ -137,7 +137,8 @@ type tuner struct {
 	// are hundreds of thousands of accesses apart, the few events in one
 	// period (a scan, a burst) move its small sample's ranking, and a
 	// switch between W-TinyLFU windows costs the live cache several times
-	// its price (the seventh round in doc.go).
+	// its price (the seventh round in doc.go). A switch to LRU is the
+	// exception, taken at once (the tenth round).
 	confirm bool
 	pending int // the candidate the last decision chose but did not take; -1 if none
 
