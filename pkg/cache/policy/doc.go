@@ -818,6 +818,11 @@
 //     new miss; mean -0.020): its ARC leads revert.
 //   - ARC alone: 5, 7, 2, 6, 3, mean -0.239/-0.191/-0.080/-0.217/-0.159;
 //     throwaway as for LRU or ARC.
+//   - LRU, and ARC when its lead is at least 6 (or 10) sigmas of the
+//     paired test: 4, 7, 2, 5, 3 (5, 7, 3, 6, 3), mean -0.181/-0.187/
+//     -0.050/-0.169/-0.134 (-0.191/-0.203/-0.063/-0.181/-0.134); at 6
+//     sigmas the throwaway database-like stream loses as for LRU or ARC
+//     (its reverting ARC leads are that strong); at 10, no gain.
 //   - LRU or ARC from a W-TinyLFU window only: 5, 7, 2, 6, 3, mean
 //     -0.217/-0.191/-0.076/-0.215/-0.168.
 //   - Any switch from or to LRU or ARC (confirming only moves between
