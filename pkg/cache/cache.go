@@ -109,14 +109,22 @@ func New(cfg Config) (*Cache, error) {
 			return nil, err
 		}
 		c.disk = ds
-		if ds.nslots() > 0 {
+		ramPages := int(cfg.MemoryBytes / int64(cfg.PageSize))
+		switch {
+		case ds.nslots() > 0:
 			c.store = ds
+			if ramPages > 0 {
+				c.ram = newRAMTier(ramPages, cfg.PageSize)
+			}
+		case ramPages > 0:
+			// No slab fits (a full disk): the RAM budget caches pages
+			// rather than nothing, as a cache without a directory does.
+			c.store = newMemStore(ramPages, cfg.PageSize)
+			c.objects.maxKey = math.MaxInt // no page headers in RAM
+			reason = strings.TrimPrefix(reason+fmt.Sprintf("; caching %d pages in RAM (MemoryBytes) instead", ramPages), "; ")
 		}
 		if reason != "" {
 			c.startReason = &reason
-		}
-		if n := int(cfg.MemoryBytes / int64(cfg.PageSize)); n > 0 && c.store != nil {
-			c.ram = newRAMTier(n, cfg.PageSize)
 		}
 	} else {
 		c.store = newMemStore(int(cfg.MemoryBytes/int64(cfg.PageSize)), cfg.PageSize)

@@ -550,6 +550,22 @@ func TestNoInodesLeft(t *testing.T) {
 			}
 			c.Close()
 		}
+		// With a RAM budget, the pages are cached in RAM instead.
+		c, err := cache.New(cache.Config{Origin: org, Dir: dir, CapacityBytes: 1 << 20, MemoryBytes: 64 * testPage, PageSize: testPage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if st := c.Stats(); st.Mode != "ram" || !st.Degraded || st.CapacityPages != 64 || !strings.Contains(st.DegradedReason, "in RAM") {
+			t.Fatalf("stats with a RAM budget: mode %q, %d pages, degraded %v (%q); want ram, 64 pages, degraded", st.Mode, st.CapacityPages, st.Degraded, st.DegradedReason)
+		}
+		mustGet(t, c, obj, 0, obj.Size)
+		got, res := mustGet(t, c, obj, 0, obj.Size)
+		checkBytes(t, obj, 0, got)
+		if res.HitPages != 10 {
+			t.Fatalf("second read with a RAM budget on a full disk: %d hits, want 10", res.HitPages)
+		}
+		checkInv(t, c)
 	})
 	t.Run("warm restart", func(t *testing.T) {
 		dir := mountTmpfs(t, "size=8m,nr_inodes=16")

@@ -130,25 +130,26 @@
 // # Degraded operation
 //
 // If the disk is too full to preallocate every slab, New keeps the slabs
-// that fit and caches on them, or runs with none and passes every read
-// through to the origin. It asks the file system first and stops short of
-// its end: the slabs may use the space the slab files already there hold
-// (a warm restart on a disk that filled up since keeps them all) and the
-// free space less 5% of the file system, at most 1 GiB, so a capacity
-// larger than the disk never fills it for the rest of the machine;
-// preallocation failing with ENOSPC or EDQUOT (quotas) stops it too; a
-// file system without an inode left for the lock file makes a cache that
-// passes every read through and touches nothing in the directory; a
-// sparse slab (a file system without fallocate) already there needs its
-// holes from the free space, so on a full disk it is dropped with its
-// pages rather than allowed to eat the reserve; if a slab write fails
-// later, the cache stops storing new pages for a
-// pause (30 s, doubling up to 10 min while its retries fail) and keeps
-// serving the cached ones and the origin; the first write that succeeds
-// after a pause ends the degradation. Stats.Degraded and DegradedReason
-// say so. A cache directory that is a file or is not writable is a
-// configuration error (ErrBadDir); one in use by another cache is
-// ErrDirLocked.
+// that fit and caches on them, or runs with none: then it caches in RAM
+// (MemoryBytes, the RAM tier's budget, holds the pages as it does without
+// a directory), or with no RAM budget passes every read through to the
+// origin. It asks the file system first and stops short of its end: the
+// slabs may use the space the slab files already there hold (a warm
+// restart on a disk that filled up since keeps them all) and the free
+// space less 5% of the file system, at most 1 GiB, so a capacity larger
+// than the disk never fills it for the rest of the machine; preallocation
+// failing with ENOSPC or EDQUOT (quotas) stops it too. A file system
+// without an inode left for the lock file counts as full (no slab), and
+// the cache touches nothing in the directory. A sparse slab (a file
+// system without fallocate) already there needs its holes from the free
+// space, so on a full disk it is dropped with its pages rather than
+// allowed to eat the reserve. If a slab write fails later, the cache
+// stops storing new pages for a pause (30 s, doubling up to 10 min while
+// failures recur) and keeps serving the cached ones and the origin; the
+// first store after the pause tries again. Stats.Degraded and
+// DegradedReason say so while it lasts. A cache directory that is a file
+// or is not writable is a configuration error (ErrBadDir); one in use by
+// another cache is ErrDirLocked.
 //
 // # Concurrency
 //

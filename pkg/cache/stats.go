@@ -99,7 +99,7 @@ func (c *Cache) Stats() Stats {
 	switch {
 	case c.store == nil:
 		s.Mode = "pass-through"
-	case c.disk != nil:
+	case c.store.durable():
 		s.Mode = "disk"
 	default:
 		s.Mode = "ram"

@@ -277,21 +277,30 @@ func TestJoinInterrupted(t *testing.T) {
 // TestAnnouncedCapacity: a node announces the capacity its cache has, not
 // the one configured: a disk too small for one slab leaves a pass-through
 // cache, announced as 0 bytes (so the ring and the scheduler do not show a
-// cache that is not there).
+// cache that is not there), or, with --memory-size, a RAM cache of that
+// size.
 func TestAnnouncedCapacity(t *testing.T) {
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a 64 KiB tmpfs (%v: %s)", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", dir).Run() })
-	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: origintest.NewMemStore(), Mutate: func(_ int, cfg *node.Config) {
-		cfg.CacheDir, cfg.CacheSize = dir, 64<<20
-	}})
-	m, ok := c.Nodes[0].View().Member(c.Nodes[0].ID())
-	if !ok {
-		t.Fatal("the node is not in its own view")
-	}
-	if st := c.Nodes[0].CacheStats(); st.Mode != "pass-through" || m.CapacityBytes != 0 {
-		t.Fatalf("cache mode %q, announced capacity %d; want pass-through, 0", st.Mode, m.CapacityBytes)
+	for _, tc := range []struct {
+		memory   int64
+		mode     string
+		capacity int64
+	}{{0, "pass-through", 0}, {8 << 20, "ram", 8 << 20}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			dir := t.TempDir()
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
+				t.Skipf("cannot mount a 64 KiB tmpfs (%v: %s)", err, out)
+			}
+			t.Cleanup(func() { exec.Command("umount", dir).Run() })
+			c := nodetest.Start(t, nodetest.Options{N: 1, Origin: origintest.NewMemStore(), Mutate: func(_ int, cfg *node.Config) {
+				cfg.CacheDir, cfg.CacheSize, cfg.MemorySize = dir, 64<<20, tc.memory
+			}})
+			m, ok := c.Nodes[0].View().Member(c.Nodes[0].ID())
+			if !ok {
+				t.Fatal("the node is not in its own view")
+			}
+			if st := c.Nodes[0].CacheStats(); st.Mode != tc.mode || m.CapacityBytes != tc.capacity {
+				t.Fatalf("cache mode %q, announced capacity %d; want %s, %d", st.Mode, m.CapacityBytes, tc.mode, tc.capacity)
+			}
+		})
 	}
 }

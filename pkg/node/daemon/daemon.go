@@ -100,7 +100,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.httpAdvertise, "http-advertise-addr", "", "HTTP address announced to the cluster (needed when --http-addr is 0.0.0.0)")
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "directory of the disk cache (slab files; reused on restart); empty: RAM only")
 	fs.Var(units.Flag(&o.cacheSize), "cache-size", "disk cache size, required with --cache-dir; the files never grow past it")
-	fs.Var(units.Flag(&o.memorySize), "memory-size", "RAM for page data: the whole cache without --cache-dir (default 1GiB then), a RAM tier over the disk with it (default none)")
+	fs.Var(units.Flag(&o.memorySize), "memory-size", "RAM for page data: the whole cache without --cache-dir (default 1GiB then), a RAM tier over the disk with it (default none; the whole cache if no slab fits on a full disk)")
 	fs.Var(units.Flag(&o.blockSize), "block-size", "cluster block size, the unit of ring ownership; must be the same on every node (default 128MiB)")
 	fs.Var(units.Flag(&o.pageSize), "page-size", "cache page size; must divide --block-size (default 1MiB)")
 	fs.IntVar(&o.slots, "slots", node.DefaultSlots, "executor slots announced to the scheduler")
