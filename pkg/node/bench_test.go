@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locuscache/locus/pkg/node"
 	"github.com/locuscache/locus/pkg/node/nodetest"
 	"github.com/locuscache/locus/pkg/origin/origintest"
 	cachev1 "github.com/locuscache/locus/proto/cache/v1"
@@ -132,4 +133,58 @@ func tcpServer(b *testing.B, data []byte) string {
 		}
 	}()
 	return l.Addr().String()
+}
+
+// BenchmarkReadRangeVerify measures what checking every disk page's
+// checksum (--cache-verify=always) costs a gRPC ReadRange of cached data,
+// against the default (first read after a restart), on two one-node
+// clusters with disk caches and no RAM tier, in the same run: the paired
+// sub-benchmark alternates them and reports always/first-read, the ratio
+// of their rates.
+//
+//	go test -run '^$' -bench ReadRangeVerify -benchtime 20x ./pkg/node
+func BenchmarkReadRangeVerify(b *testing.B) {
+	mem := origintest.NewMemStore()
+	uri := "s3://bucket/bench-verify.bin"
+	mem.Put(uri, randBytes(12, benchSize))
+	ctx := context.Background()
+	req := &cachev1.ReadRangeRequest{Uri: uri, Offset: 0, Length: benchSize}
+	reader := func(always bool) func(b *testing.B) {
+		c := nodetest.Start(b, nodetest.Options{N: 1, Origin: mem, PageSize: 1 << 20, BlockSize: 128 << 20, CacheBytes: 2 * benchSize,
+			Mutate: func(_ int, cfg *node.Config) { cfg.CacheVerifyAlways = always }})
+		cl := c.Client(b, 0)
+		read := func(b *testing.B) {
+			s, err := nodetest.StreamRange(ctx, cl, req, func([]byte) error { return nil })
+			if err != nil || s.LocalHitBytes != benchSize {
+				b.Fatalf("read (verify always %v): %v %+v", always, err, s)
+			}
+		}
+		if _, err := nodetest.StreamRange(ctx, cl, req, func([]byte) error { return nil }); err != nil {
+			b.Fatalf("warm-up: %v", err)
+		}
+		return read
+	}
+	first, always := reader(false), reader(true)
+	b.Run("paired", func(b *testing.B) {
+		b.SetBytes(2 * benchSize)
+		var f, a time.Duration
+		for i := 0; b.Loop(); i++ {
+			t0 := time.Now()
+			if i%2 == 0 {
+				first(b)
+				t1 := time.Now()
+				always(b)
+				f, a = f+t1.Sub(t0), a+time.Since(t1)
+			} else {
+				always(b)
+				t1 := time.Now()
+				first(b)
+				a, f = a+t1.Sub(t0), f+time.Since(t1)
+			}
+		}
+		n := float64(b.N) * benchSize / 1e6
+		b.ReportMetric(n/f.Seconds(), "first-read-MB/s")
+		b.ReportMetric(n/a.Seconds(), "always-MB/s")
+		b.ReportMetric(f.Seconds()/a.Seconds(), "always/first-read")
+	})
 }
