@@ -51,6 +51,7 @@ var (
 	maxProjection  = 4.0  // ... but at most this many times as long as it was measured
 	sampledCost    = 0.5  // sampled: a switch costs this many times the sampled keys to load (the live cache loads none)
 	typeSwitchCost = 1.0  // sampled: a switch between W-TinyLFU and ARC costs this many times more
+	lruSwitchCost  = 0.5  // confirming (see confirm): a switch to LRU costs this many times less
 	tieCost        = 0.5  // a tied lead is taken instead of the largest if its switch costs under this share
 	earlyDiv       = 4    // sampled: the early shadows hold this many times fewer keys than the shadows
 	minEarly       = 64   // ... but at least this many
@@ -454,13 +455,19 @@ func (t *tuner) confirmed(best int) int {
 // instead of the current one: about one miss per key best holds that the
 // current shadow does not (the live cache does not hold them), more for a
 // change of type in a sampled cache (the live cache is rebuilt without the
-// new type's history).
+// new type's history), less for a switch to LRU in a confirming tuner
+// (after a change of workload the keys LRU holds and the followed shadow
+// does not are the new workload's, which the live cache loads at once;
+// the tenth round in doc.go).
 func (t *tuner) switchCost(best int) float64 {
 	c := float64(t.shadows[best].missing(t.shadows[t.cur]))
 	if !t.full {
 		c *= sampledCost
 		if t.cands[best].kind != t.cands[t.cur].kind {
 			c *= typeSwitchCost
+		}
+		if t.confirm && t.cands[best].isLRU() {
+			c *= lruSwitchCost
 		}
 	}
 	return c
