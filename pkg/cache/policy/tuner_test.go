@@ -409,3 +409,35 @@ func TestTunerConfirmsSwitchesOnASmallSample(t *testing.T) {
 		t.Errorf("a 20000-key tuner (sample over a tenth): confirmed(2) = %d, want 2 at once", got)
 	}
 }
+
+// TestLRUSwitchCostsHalfWhenConfirming checks the price of a switch: the
+// keys to load, times sampledCost for a sampling tuner, and times
+// lruSwitchCost more for a switch to LRU in a confirming tuner only.
+func TestLRUSwitchCostsHalfWhenConfirming(t *testing.T) {
+	for _, tc := range []struct {
+		capacity int
+		lru      float64 // the factor on a switch to LRU
+	}{{20000, sampledCost}, {100000, sampledCost * lruSwitchCost}} {
+		tu := newTuner(tc.capacity, 1)
+		rng := rand.New(rand.NewPCG(7, 7))
+		for range 3 * tc.capacity {
+			tu.access(mix64(uint64(rng.IntN(4 * tc.capacity))))
+		}
+		for i, c := range tu.cands {
+			if i == tu.cur {
+				continue
+			}
+			m := float64(tu.shadows[i].missing(tu.shadows[tu.cur]))
+			if m == 0 {
+				t.Fatalf("capacity %d: shadow %d holds no key the followed one lacks; feed more accesses", tc.capacity, i)
+			}
+			want := m * sampledCost
+			if c.isLRU() {
+				want = m * tc.lru
+			}
+			if got := tu.switchCost(i); got != want {
+				t.Errorf("capacity %d, candidate %d (%+v): cost %v, want %v (%v keys to load)", tc.capacity, i, c, got, want, m)
+			}
+		}
+	}
+}
