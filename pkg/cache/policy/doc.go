@@ -845,7 +845,10 @@
 // for seed 4); throwaway traces 3 misses, mean -0.003
 // (the shifting-set stream 10% -0.44 to -0.00 for seed 1). A quarter: 4,
 // 5, 3, 6, 3, mean -0.147/-0.187/-0.080/-0.159/-0.143, throwaway -0.001,
-// but concat 10% -1.01 to -1.92 for seed 2: not kept.
+// but concat 10% -1.01 to -1.92 for seed 2: not kept. With both, tallies
+// that decay by 0.8 or 0.9 per decision for these tuners (as in the eighth
+// round): 4, 6, 5, 6, 4 and 4, 6, 5, 6, 3 misses (concat 5 and 10% worse
+// for most seeds): not kept.
 //
 // The shared traces cannot change (no cache there samples under a tenth
 // of its keys); the synthetic set is unchanged to the hundredth for seeds
