@@ -5,8 +5,8 @@ import (
 	"io"
 	"net"
 	"testing"
-	"time"
 
+	"github.com/locuscache/locus/internal/benchpair"
 	"github.com/locuscache/locus/pkg/node"
 	"github.com/locuscache/locus/pkg/node/nodetest"
 	"github.com/locuscache/locus/pkg/origin/origintest"
@@ -83,21 +83,7 @@ func BenchmarkReadRange(b *testing.B) {
 	// processes hits both alike, and reports the ratio of their rates.
 	b.Run("paired", func(b *testing.B) {
 		b.SetBytes(2 * benchSize)
-		var g, tc time.Duration
-		for i := 0; b.Loop(); i++ {
-			t0 := time.Now()
-			if i%2 == 0 {
-				grpcRead(b)
-				t1 := time.Now()
-				tcpRead(b)
-				g, tc = g+t1.Sub(t0), tc+time.Since(t1)
-			} else {
-				tcpRead(b)
-				t1 := time.Now()
-				grpcRead(b)
-				tc, g = tc+t1.Sub(t0), g+time.Since(t1)
-			}
-		}
+		g, tc := benchpair.Alternate(b, grpcRead, tcpRead)
 		n := float64(b.N) * benchSize / 1e6
 		b.ReportMetric(n/g.Seconds(), "grpc-MB/s")
 		b.ReportMetric(n/tc.Seconds(), "tcp-MB/s")
@@ -167,21 +153,7 @@ func BenchmarkReadRangeVerify(b *testing.B) {
 	first, always := reader(false), reader(true)
 	b.Run("paired", func(b *testing.B) {
 		b.SetBytes(2 * benchSize)
-		var f, a time.Duration
-		for i := 0; b.Loop(); i++ {
-			t0 := time.Now()
-			if i%2 == 0 {
-				first(b)
-				t1 := time.Now()
-				always(b)
-				f, a = f+t1.Sub(t0), a+time.Since(t1)
-			} else {
-				always(b)
-				t1 := time.Now()
-				first(b)
-				a, f = a+t1.Sub(t0), f+time.Since(t1)
-			}
-		}
+		f, a := benchpair.Alternate(b, first, always)
 		n := float64(b.N) * benchSize / 1e6
 		b.ReportMetric(n/f.Seconds(), "first-read-MB/s")
 		b.ReportMetric(n/a.Seconds(), "always-MB/s")

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
+	"github.com/locuscache/locus/internal/benchpair"
 	"github.com/locuscache/locus/pkg/readpath"
 )
 
@@ -68,21 +68,7 @@ func BenchmarkReplicaHit(b *testing.B) {
 			})
 			b.Run("paired", func(b *testing.B) {
 				b.SetBytes(2 * block)
-				var o, r time.Duration
-				for i := 0; b.Loop(); i++ {
-					t0 := time.Now()
-					if i%2 == 0 {
-						owner(b)
-						t1 := time.Now()
-						replica(b)
-						o, r = o+t1.Sub(t0), r+time.Since(t1)
-					} else {
-						replica(b)
-						t1 := time.Now()
-						owner(b)
-						r, o = r+t1.Sub(t0), o+time.Since(t1)
-					}
-				}
+				o, r := benchpair.Alternate(b, owner, replica)
 				b.ReportMetric(o.Seconds()/r.Seconds(), "replica/owner")
 			})
 		})
