@@ -44,14 +44,7 @@ func TestPeerServesAnotherVersion(t *testing.T) {
 	uri := "s3://bkt/other-version"
 
 	t.Run("read through the peer", func(t *testing.T) {
-		c := newTCluster(t, tclusterOpts{n: 1, repl: 1})
-		c.addMember("zz-peer", startFakePeer(t, otherVersionPeer(other)))
-		c.mem.Put(uri, data)
-		b := blocksOf(c, uri, 0, size, "zz-peer")
-		if len(b) == 0 {
-			t.Fatal("setup: the peer owns no block")
-		}
-		off := b[0] * tBlock
+		c, off := otherVersionSetup(t, uri, data, other)
 		got, _, err := read(t, c.nodes[0], readpath.Request{URI: uri, Offset: off, Length: tBlock})
 		if err == nil {
 			t.Fatalf("read succeeded (bytes are the origin's: %v); want ErrPeerVersion", bytes.Equal(got, data[off:off+tBlock]))
@@ -86,14 +79,7 @@ func TestPeerVersionClientDoesNotFallBack(t *testing.T) {
 	const size = 12 * tBlock
 	data, other := randBytes(61, size), randBytes(62, size)
 	uri := "s3://bkt/other-version-client"
-	c := newTCluster(t, tclusterOpts{n: 1, repl: 1})
-	c.addMember("zz-peer", startFakePeer(t, otherVersionPeer(other)))
-	c.mem.Put(uri, data)
-	b := blocksOf(c, uri, 0, size, "zz-peer")
-	if len(b) == 0 {
-		t.Fatal("setup: the peer owns no block")
-	}
-	off := b[0] * tBlock
+	c, off := otherVersionSetup(t, uri, data, other)
 	cl, err := client.New(client.Config{Origin: c.mem})
 	if err != nil {
 		t.Fatal(err)
@@ -192,4 +178,20 @@ func TestPeerOtherVersionThenFails(t *testing.T) {
 			t.Fatalf("read %d of the replica's block: %v, bytes of the asked version: %v", i+1, err, bytes.Equal(got, data[off:off+tBlock]))
 		}
 	}
+}
+
+// otherVersionSetup starts one node (replication 1) beside a fake peer
+// that serves other whatever version it is asked for, stores data at uri
+// in the origin, and returns the cluster and the offset of the first block
+// the peer owns.
+func otherVersionSetup(t *testing.T, uri string, data, other []byte) (*tcluster, int64) {
+	t.Helper()
+	c := newTCluster(t, tclusterOpts{n: 1, repl: 1})
+	c.addMember("zz-peer", startFakePeer(t, otherVersionPeer(other)))
+	c.mem.Put(uri, data)
+	b := blocksOf(c, uri, 0, int64(len(data)), "zz-peer")
+	if len(b) == 0 {
+		t.Fatal("setup: the peer owns no block")
+	}
+	return c, b[0] * tBlock
 }
