@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -331,11 +332,7 @@ func flip(t *testing.T, path string, off int64) {
 // A full disk at start: the cache runs on the slabs that fit, or passes
 // reads through, and says so. Uses a 2 MiB tmpfs.
 func TestDiskFullAtStart(t *testing.T) {
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a 2 MiB tmpfs (%v: %s); TestDiskFullInjected covers ENOSPC", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	dir := mountTmpfs(t, "size=2m") // TestDiskFullInjected covers ENOSPC where this skips
 	org := cachetest.NewOrigin()
 	obj := org.PutGenerated("s3://b/full", "v", 40*testPage)
 	c, err := cache.New(cache.Config{Origin: org, Dir: dir, CapacityBytes: 8 << 20, SlabSize: 1 << 20, PageSize: testPage})
@@ -393,11 +390,7 @@ func TestDiskFullAtStart(t *testing.T) {
 // hold their space) keeps every slab and its pages: reusing an allocated
 // slab takes no new space, so the reserve does not apply to it.
 func TestWarmRestartOnFullDiskKeepsSlabs(t *testing.T) {
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (%v: %s)", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	dir := mountTmpfs(t, "size=16m")
 	cdir := filepath.Join(dir, "cache")
 	org := cachetest.NewOrigin()
 	obj := org.PutGenerated("s3://b/warm", "v", 12<<20)
@@ -514,7 +507,7 @@ func mountTmpfs(t *testing.T, opts string) string {
 func useInodes(t *testing.T, dir string) {
 	t.Helper()
 	for i := 0; ; i++ {
-		f, err := os.Create(filepath.Join(dir, "filler-"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+string(rune('a'+i/26))))
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("filler-%d", i)))
 		if err != nil {
 			if !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("filling inodes: %v", err)
