@@ -673,6 +673,13 @@ func TestStoresAgainAfterWriteFailurePause(t *testing.T) {
 	if page(2) != 0 || c.Stats().WriteErrors != 1 {
 		t.Fatalf("page 2 read during the pause was stored (or written)")
 	}
+	// Pages seen and not kept (page 1's write failed, page 2 came in the
+	// pause) miss again as capacity misses, not as cold ones.
+	for _, i := range []int64{1, 2} {
+		if _, res := mustGet(t, c, obj, i*testPage, testPage); res.Misses[cache.MissCapacity].Pages != 1 {
+			t.Fatalf("page %d read again in the pause: misses by cause %v, want one capacity miss", i, res.Misses)
+		}
+	}
 	fail.Store(true)
 	clock.Store(30)
 	page(3) // the retry fails: a pause of 60 s

@@ -632,10 +632,15 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 	sh := c.shardFor(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.pol == nil || sh.closed || !o.cacheable || c.paused() || o.dead.Load() {
+	if sh.pol == nil || sh.closed || !o.cacheable || o.dead.Load() {
 		if !o.cacheable {
 			c.uncacheable.Add(1)
 		}
+		completeFlight(sh, pk, fl, data, buf, nil)
+		return
+	}
+	if c.paused() {
+		c.hist.add(evictedFP(o, p)) // seen, not kept (storing is paused): a later miss is a capacity miss
 		completeFlight(sh, pk, fl, data, buf, nil)
 		return
 	}
@@ -698,6 +703,9 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 	if werr != nil || fl.revoked || o.dead.Load() {
 		o.pages.Add(-1)
 		sh.pol.Remove(k)
+		if werr != nil && !o.dead.Load() {
+			c.hist.add(evictedFP(o, p)) // seen, not kept (the write failed)
+		}
 		if werr == nil && o.dead.Load() && durable {
 			// Invalidated while we wrote: the header must not survive.
 			m.pins.Add(1)

@@ -8,8 +8,10 @@ type MissCause uint8
 const (
 	// MissCold: the page was never seen (within the history window).
 	MissCold MissCause = iota
-	// MissCapacity: the page was cached (or offered and refused by the
-	// admission policy) and left for lack of space.
+	// MissCapacity: the page was cached and left for lack of space, or
+	// was offered and not kept: refused by the admission policy, or not
+	// written while storing was paused after a failed write (or its own
+	// write failed).
 	MissCapacity
 	// MissInvalidated: another version of the page's URI was cached (this
 	// page or others: the object replaced an older version), or Invalidate
