@@ -146,8 +146,9 @@
 // allowed to eat the reserve. If a slab write fails later, the cache
 // stops storing new pages for a pause (30 s, doubling up to 10 min while
 // failures recur) and keeps serving the cached ones and the origin; the
-// first store after the pause tries again. Stats.Degraded and
-// DegradedReason say so while it lasts. A cache directory that is a file
+// first store after the pause tries again (pages it did not keep miss
+// again as capacity misses). Stats.Degraded and DegradedReason say so
+// while it lasts. A cache directory that is a file
 // or is not writable is a configuration error (ErrBadDir); one in use by
 // another cache is ErrDirLocked.
 //
