@@ -894,6 +894,21 @@
 //     where the plain window's lead is real) lose up to 0.26 points, mean
 //     -0.02 to -0.03 for every seed. Not kept.
 //
+//   - Early shadows for full-sampling caches again (the ninth round
+//     measured them at a quarter size), now at half the shadows' size,
+//     the live cache starting from their leader when the shadows fill:
+//     cpp 25% passes for every seed (-0.10: the early ARC leads and the
+//     live cache is ARC from the fill), but multi1 50% falls to -6.7
+//     (ARC's early lead there, a loop at half size, is wrong at full
+//     size). With a decision an eighth of a period after such a start
+//     (to come back while the shadows still hold nearly the same keys):
+//     multi1 50% -4.9. With the early lead held to 3, 4 or 6 sigmas: 3
+//     passes cpp and fails multi1, 4 fails both, 6 neither (no change).
+//     The early tallies cannot tell them apart: at the fill ARC leads
+//     the sticky window by 48 to 16 sampled accesses at cpp and by 41 to
+//     5 at multi1. With early leads to W-TinyLFU windows only: cpp -0.72,
+//     multi1 50% -0.85.
+//
 // Still missing, as in the tenth round: cpp 25% for every seed.
 //
 // # Cost
