@@ -893,7 +893,6 @@
 //     synthetic set's Zipf points at 1 to 10% (full-sampling caches too,
 //     where the plain window's lead is real) lose up to 0.26 points, mean
 //     -0.02 to -0.03 for every seed. Not kept.
-//
 //   - Early shadows for full-sampling caches again (the ninth round
 //     measured them at a quarter size), now at half the shadows' size,
 //     the live cache starting from their leader when the shadows fill:
