@@ -57,6 +57,8 @@ var (
 	minEarly       = 64   // ... but at least this many
 	confirmShare   = 0.1  // sampled: a sample under this share of the keys needs a switch confirmed by a second decision
 	stallGaps      = 8.0  // full sampling: a lead whose wins stopped for this many mean gaps (at the last period's rate) has stalled
+	fillDecisions  = 8    // full sampling: in the period after the shadows fill, decide this many times per period too ...
+	fillCost       = 0.1  // ... on switches that cost at most this share of the capacity (see fillDecision)
 )
 
 // decisionHook, if set (by tests and experiments), sees every decision and
@@ -132,6 +134,7 @@ type tuner struct {
 	period int  // sampled accesses between decisions
 	cur    int  // index of the candidate the live cache follows
 	filled bool // the shadows have been full (they hold the same keys until then)
+	fillAt int  // full sampling: stall.clock when the shadows filled
 
 	// A tuner that samples under confirmShare of the keys switches only
 	// to a candidate that two decisions in a row choose: its decisions
@@ -253,6 +256,7 @@ func (t *tuner) access(key uint64) bool {
 		// them apart on nothing); a full-sampling one fills as early
 		// as its schedule starts anyway.
 		t.filled = true
+		t.fillAt = t.stall.clock
 		if !t.full {
 			if best := t.earlyChoice(); best != t.cur {
 				t.cur = best
@@ -264,6 +268,9 @@ func (t *tuner) access(key uint64) bool {
 		}
 	}
 	if t.n++; t.n < t.next {
+		if t.fillDecision(key) {
+			switched = true
+		}
 		return switched
 	}
 	t.n = 0
@@ -372,6 +379,12 @@ func (t *tuner) earlyChoice() int {
 // is not taken at the decision but deferred: access follows it at its next
 // win, if one comes before the next decision.
 func (t *tuner) choose(span float64) int {
+	return t.pick(span, span, math.Inf(1))
+}
+
+// pick is choose with the stall test over the last stallSpan accesses and
+// only switches that cost at most maxCost (fillDecision).
+func (t *tuner) pick(span, stallSpan, maxCost float64) int {
 	k := len(t.shadows)
 	// cost[i] is the switch's cost if shadow i qualifies, else -1.
 	cost := t.costs[:0]
@@ -386,9 +399,12 @@ func (t *tuner) choose(span float64) int {
 		if !ok {
 			continue
 		}
-		if c := t.switchCost(i); gain*min(horizon*span/t.acc, maxProjection) > c {
+		if c := t.switchCost(i); c <= maxCost && gain*min(horizon*span/t.acc, maxProjection) > c {
 			cost[i] = c
-			if gain > lead {
+			// Equal leads go to the cheaper switch when switches are
+			// held to a budget (fillDecision: leads just after the fill
+			// are small counts, often equal).
+			if gain > lead || (!math.IsInf(maxCost, 1) && gain == lead && best != t.cur && c < cost[best]) {
 				best, lead = i, gain
 			}
 		}
@@ -406,11 +422,38 @@ func (t *tuner) choose(span float64) int {
 			cheapest, least = i, c
 		}
 	}
-	if t.stalled(cheapest, span) {
+	if t.stalled(cheapest, stallSpan) {
 		t.deferred = cheapest
 		return t.cur
 	}
 	return cheapest
+}
+
+// fillDecision is a full-sampling tuner's extra decision, taken every
+// 1/fillDecisions of a period in the period after the shadows fill, between
+// the scheduled ones (whose tallies it leaves undecayed). Just after the
+// fill the shadows still hold nearly the same keys, so a switch is cheap,
+// and every access it waits makes it dearer: at cpp 25% the leads appear
+// within 150 accesses of the fill, 8 accesses to none, and the scheduled
+// decision that takes them comes 300 accesses later, when the keys to load
+// have tripled (the eleventh round in doc.go). It considers only switches
+// that cost at most fillCost of the capacity, projects a lead over the full
+// period's horizon, and gives equal leads to the cheaper switch. It reports
+// whether the live cache must follow another candidate; key is the access
+// just replayed.
+func (t *tuner) fillDecision(key uint64) bool {
+	if !t.full || !t.filled || t.stall.clock-t.fillAt > t.period || t.n%max(1, t.period/fillDecisions) != 0 {
+		return false
+	}
+	best := t.pick(float64(t.period), float64(t.n), fillCost*float64(t.shadows[0].Cap()))
+	if decisionHook != nil {
+		decisionHook(t, best)
+	}
+	if best == t.cur {
+		return false
+	}
+	t.cur, t.curHolds = best, t.shadows[best].contains(key)
+	return true
 }
 
 // stalled reports whether shadow i's lead over the current one has stopped

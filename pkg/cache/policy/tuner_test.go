@@ -225,6 +225,89 @@ func TestTunerChoosesALeadThatPays(t *testing.T) {
 	}
 }
 
+// TestTunerFillDecisions checks a full-sampling tuner's extra decisions in
+// the period after its shadows fill (fillDecision): taken every
+// 1/fillDecisions of a period, only on switches that cost at most fillCost
+// of the capacity, equal leads going to the cheaper switch; none between
+// those points or after that period.
+func TestTunerFillDecisions(t *testing.T) {
+	setup := func(t *testing.T, since int) *tuner {
+		t.Helper()
+		tu := newTuner(1000, 1) // period 2,000; budget 100 keys to load
+		if !tu.full || tu.period != 2000 {
+			t.Fatalf("setup: full %v, period %d", tu.full, tu.period)
+		}
+		// Fill the shadows (the fill is at access 1,000), then give
+		// LRU (1), ARC (2) and the 10% window (4) keys to load: 150, 30
+		// and 20.
+		for key := uint64(1); key <= 1000; key++ {
+			tu.access(mix64(key))
+		}
+		if !tu.filled || tu.fillAt != 1000 || tu.cur != 0 {
+			t.Fatalf("setup: filled %v at %d, following %d", tu.filled, tu.fillAt, tu.cur)
+		}
+		var v []uint64
+		for i, n := range map[int]int{1: 150, 2: 30, 4: 20} {
+			for key := uint64(1); key <= uint64(n); key++ {
+				v, _ = tu.shadows[i].Insert(mix64(key<<32), v[:0])
+			}
+			if c := tu.switchCost(i); c != float64(n) {
+				t.Fatalf("setup: switchCost(%d) = %v, want %d", i, c, n)
+			}
+		}
+		// since accesses after the fill, each leads the current shadow
+		// by 10 of 10 accesses (3.2 sigmas), still growing; projected
+		// over the period: 40.
+		tu.stall.clock = tu.fillAt + since
+		k := len(tu.shadows)
+		for _, i := range []int{1, 2, 4} {
+			tu.wins[i*k] = 10
+			tu.stall.period[i*k], tu.stall.last[i*k] = 10, tu.stall.clock
+		}
+		return tu
+	}
+	probe := mix64(1 << 50)
+	for _, tc := range []struct {
+		name  string
+		since int // accesses since the fill
+		n     int // accesses since the last scheduled decision
+		want  int
+	}{
+		// LRU's 150 keys are over the budget; ARC (30) and the 10%
+		// window (20) lead equally: the cheaper.
+		{"an eighth of a period", 500, 250, 4},
+		{"between eighths", 500, 251, 0},
+		{"a period after the fill", 2001, 250, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tu := setup(t, tc.since)
+			tu.n = tc.n
+			if got := tu.fillDecision(probe); got != (tc.want != 0) || tu.cur != tc.want {
+				t.Fatalf("fillDecision = %v, following %d; want %v, %d", got, tu.cur, tc.want != 0, tc.want)
+			}
+		})
+	}
+	// LRU alone leads, by 50 (projected 200: it pays), but its 150 keys
+	// to load are over the budget.
+	tu := setup(t, 500)
+	k := len(tu.shadows)
+	tu.wins[2*k], tu.wins[4*k] = 0, 0
+	tu.wins[1*k], tu.stall.period[1*k] = 50, 50
+	if got := tu.choose(float64(tu.period)); got != 1 {
+		t.Fatalf("LRU alone leads: a scheduled decision chooses %d, want 1", got)
+	}
+	tu.n = 250
+	if tu.fillDecision(probe) || tu.cur != 0 {
+		t.Fatalf("LRU alone leads: following %d, want 0 (over the budget)", tu.cur)
+	}
+	// A scheduled decision has no budget and breaks equal leads by order
+	// (the tie rule needs a switch under half the cost): ARC.
+	tu = setup(t, 500)
+	if got := tu.choose(float64(tu.period)); got != 2 {
+		t.Fatalf("scheduled decision: choose = %d, want 2 (ARC)", got)
+	}
+}
+
 // TestTunerDefersAStalledLead checks the stall test of a full-sampling
 // tuner: a qualifying lead whose wins over the current shadow stopped
 // (none for stallGaps mean gaps at the last period's rate, or none in the

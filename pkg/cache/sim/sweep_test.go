@@ -26,11 +26,12 @@ import (
 // depend on the policy and are cached in a JSON file between runs:
 //
 //	go test ./pkg/cache/sim -run TestSeedSweep -count=1 -timeout 30m -v \
-//	    -args -sweep-seeds 1,2,3,4,5 [-sweep-synth] [-sweep-baselines /tmp/base.json]
+//	    -args -sweep-seeds 1,2,3,4,5 [-sweep-synth|-sweep-large|-sweep-small] [-sweep-baselines /tmp/base.json]
 var (
 	sweepSeeds     = flag.String("sweep-seeds", "", "comma-separated policy seeds for TestSeedSweep (empty: skip)")
 	sweepSynth     = flag.Bool("sweep-synth", false, "TestSeedSweep replays the synthetic traces instead of the shared ones")
 	sweepLarge     = flag.Bool("sweep-large", false, "TestSeedSweep replays the large synthetic traces instead (misses counted at the shared traces' bar)")
+	sweepSmall     = flag.Bool("sweep-small", false, "TestSeedSweep replays the small held-out synthetic traces instead (misses counted at the shared traces' bar)")
 	sweepBaselines = flag.String("sweep-baselines", "", "file caching TestSeedSweep's baseline hit ratios")
 	sweepDump      = flag.String("sweep-dump", "", "file TestSeedSweep writes every point's gap to, one line per point (trace@percent and a gap per seed)")
 )
@@ -46,6 +47,9 @@ type sweepPoint struct {
 }
 
 func sweepTraces(t *testing.T) []*Trace {
+	if *sweepSmall {
+		return SmallSyntheticTraces()
+	}
 	if *sweepLarge {
 		return LargeSyntheticTraces()
 	}

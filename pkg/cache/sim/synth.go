@@ -228,6 +228,36 @@ func SyntheticTraces() []*Trace {
 	}
 }
 
+// SmallSyntheticTraces returns a held-out set of small traces, added in
+// the eleventh round after the policy had been measured on the shared and
+// synthetic sets: the same generators as SyntheticTraces and
+// LargeSyntheticTraces with other seeds and sizes, so that at 1 to 50% of
+// their keys most caches replay every key (49 to 4,835 keys), as the
+// shared traces' do. About 0.8 million accesses in all; TestSeedSweep
+// replays them when asked (-sweep-small).
+func SmallSyntheticTraces() []*Trace {
+	named := func(tr *Trace, name string) *Trace {
+		tr.Name = name
+		return tr
+	}
+	return []*Trace{
+		named(SynthZipf(0.7, 4000, 60000, 101), "small-zipf-0.7"),
+		named(SynthZipf(1.0, 6000, 60000, 102), "small-zipf-1.0"),
+		named(SynthZipfScans(2000, 5000, 3000, 60000, 103), "small-zipf-scans"),
+		named(SynthLoop(1500, 30, 5, 104), "small-loop-1500"),
+		named(SynthLoop(800, 40, 10, 105), "small-loop-800"),
+		named(SynthPhases(1500, 8000, 6, 106), "small-phases"),
+		named(SynthMixed(1200, 8000, 6, 107), "small-mixed"),
+		named(SynthOneHit(3000, 0.4, 60000, 108), "small-one-hit"),
+		named(SynthStack(0.2, 300, 60000, 109), "small-stack"),
+		named(SynthDB(2000, 6000, 3000, 80000, 110), "small-db"),
+		SynthConcat("small-concat",
+			SynthZipf(0.9, 3000, 20000, 111),
+			SynthLoop(1000, 15, 7, 112),
+			SynthStack(0.2, 200, 20000, 113)),
+	}
+}
+
 // SynthDB is a database-server-like stream: Zipf(1.0) point reads over hot
 // keys, interrupted on average every scanEvery accesses by a sequential
 // scan of 5,000 to 35,000 keys starting anywhere in a cold table of cold
