@@ -960,6 +960,33 @@
 //   - Fill decisions at any time (every eighth of a period, switches up to
 //     10%): zigzag 5% -1.05 to -1.39 for every seed.
 //
+// The small held-out set, at the kept design, misses at 5, 7, 7, 5 and 7
+// of 55 points: small-concat 25% for every seed (-5.4 to -6.1: after the
+// Zipf part, a loop that fits the cache, which the W-TinyLFU candidates
+// refuse while the sketch holds the Zipf keys' counts; the tuner follows
+// LRU at the first decision after the loop starts, 4,400 accesses in,
+// and the live cache then loads the loop), small-mixed 5 and 10% (-0.96,
+// -1.14) and small-phases 25% (-0.54) for every seed (full-sampling
+// caches that start as the sticky window and reach LRU a period or two
+// after the fill), small-db 50% for every seed (-1.26 to -1.57) and 25%
+// and small-one-hit 10% for some. Measured for them, not kept:
+//
+//   - Paid leads: at every eighth of the current decision interval, follow
+//     a shadow whose lead over the followed one in that interval alone is
+//     at least 3 sigmas and already exceeds its switch's cost (or twice
+//     it). In every tuner: small-concat 25% -3.0 to -3.7, small-mixed 10%
+//     -0.63, the set's mean +0.2, but zigzag 25% -1.5 to -2.4 (its
+//     reversal's burst) and the synthetic set's mean -0.05. In sampling
+//     tuners only: no change on the shared traces; small-concat 25% -3.5
+//     (-4.2 at twice the cost), mean +0.05 (+0.04); synth-loop 10% +4.8
+//     to +2.1 (unchanged at twice the cost); the large set worse (4, 8, 5,
+//     5, 5 misses; at twice the cost 4, 6, 5, 7, 5). In sampling tuners
+//     that need no confirmation, at twice the cost: the large set
+//     unchanged, small-concat 25% -4.2, no miss fewer anywhere.
+//   - Fill decisions on switches up to 15, 20 or 30% of the capacity: on
+//     the small set within 0.03 points (small-stack 5% -0.17 at 20%); on
+//     the shared traces 1 and 5 more misses at 20 and 30%.
+//
 // # Cost
 //
 // Memory per key of capacity (TestPolicyBytesPerKey, filled, a sampling
