@@ -985,7 +985,8 @@
 //     unchanged, small-concat 25% -4.2, no miss fewer anywhere.
 //   - Fill decisions on switches up to 15, 20 or 30% of the capacity: on
 //     the small set within 0.03 points (small-stack 5% -0.17 at 20%); on
-//     the shared traces 1 and 5 more misses at 20 and 30%.
+//     the shared traces one and five more misses over seeds 1 to 5 at 20
+//     and 30%.
 //
 // # Cost
 //
