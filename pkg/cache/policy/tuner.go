@@ -435,8 +435,8 @@ func (t *tuner) pick(span, stallSpan, maxCost float64) int {
 // fill the shadows still hold nearly the same keys, so a switch is cheap,
 // and every access it waits makes it dearer: at cpp 25% the leads appear
 // within 150 accesses of the fill, 8 accesses to none, and the scheduled
-// decision that takes them comes 300 accesses later, when the keys to load
-// have tripled (the eleventh round in doc.go). It considers only switches
+// decision that takes them comes 275 accesses later, when the keys to load
+// have grown up to threefold (the eleventh round in doc.go). It considers only switches
 // that cost at most fillCost of the capacity, projects a lead over the full
 // period's horizon, and gives equal leads to the cheaper switch. It reports
 // whether the live cache must follow another candidate; key is the access
