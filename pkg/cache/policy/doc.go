@@ -983,6 +983,11 @@
 //     5, 5 misses; at twice the cost 4, 6, 5, 7, 5). In sampling tuners
 //     that need no confirmation, at twice the cost: the large set
 //     unchanged, small-concat 25% -4.2, no miss fewer anywhere.
+//   - A decision period of 1 or 0.5 x the shadows' size (not 2 x) for
+//     sampling tuners that need no confirmation (caches of 2,049 to
+//     20,480 keys): small-concat 25% -2.1 to -4.2, but small-mixed 25%
+//     +0.9 to -0.5 (-0.26 to -0.49 for seeds 2 to 4), one more miss for
+//     seed 2; at 0.5 x the synthetic set loses 0.03 to 0.05 of its mean.
 //   - Fill decisions on switches up to 15, 20 or 30% of the capacity: on
 //     the small set within 0.03 points (small-stack 5% -0.17 at 20%); on
 //     the shared traces one and five more misses over seeds 1 to 5 at 20
