@@ -988,6 +988,11 @@
 //     20,480 keys): small-concat 25% -2.1 to -4.2, but small-mixed 25%
 //     +0.9 to -0.5 (-0.26 to -0.49 for seeds 2 to 4), one more miss for
 //     seed 2; at 0.5 x the synthetic set loses 0.03 to 0.05 of its mean.
+//   - A new working set restarts the decision schedule (as the fill
+//     does), when every shadow has missed a run of a quarter (or half) of
+//     the shadows' size in a row: small-concat 25% unchanged; on the
+//     shared traces 1, 2, 1, 2, 1 misses at a quarter (a scan's run
+//     brings a decision on the scan's leads).
 //   - Fill decisions on switches up to 15, 20 or 30% of the capacity: on
 //     the small set within 0.03 points (small-stack 5% -0.17 at 20%); on
 //     the shared traces one and five more misses over seeds 1 to 5 at 20
