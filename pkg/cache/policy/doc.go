@@ -865,7 +865,9 @@
 // # Eleventh round: decisions just after the fill (seeds 1 to 5)
 //
 // Against 40 otter runs per point instead of one median of 5
-// (2026-11-30), the shared traces miss more often than the table shows:
+// (2026-11-30; a throwaway script over one set of runs, since built into
+// TestSeedSweep as -sweep-otter-runs), the shared traces miss more often
+// than the table shows:
 // with seed 1's hit ratios, sprite 5% misses in 53% of otter's runs and
 // multi2 25% in 35%, so one run of the bar expects 1.9 misses (1.8 on
 // average over seeds 1 to 5), not 1. Both are full-sampling caches
@@ -933,7 +935,11 @@
 // +0.762/+0.794/+0.787/+0.800/+0.798 (from +0.755/+0.786/+0.779/
 // +0.793/+0.791); cpp 25% -0.41 to -0.43 for every seed (from -0.83 to
 // -0.85); expected misses against the 40 otter runs 0.88, 1.40, 0.82,
-// 0.80, 0.23 (from 1.88, 2.40, 1.82, 1.80, 1.22). Synthetic set: two
+// 0.80, 0.23 (from 1.88, 2.40, 1.82, 1.80, 1.22). The same count from the
+// sweep itself (TestSeedSweep -sweep-otter-runs 40, a new set of 40 runs,
+// whose median is also the bar's baseline there): 1.02, 1.40, 0.97, 0.85,
+// 0.40 (from 2.02, 2.40, 1.97, 1.85, 1.40); against that median sprite 5%
+// misses for seeds 1, 3 and 4 (-0.51, -0.66, -0.82). Synthetic set: two
 // points move, up (phases 5% +0.03, mixed 1% +0.01). A new held-out set of
 // small synthetic traces (the same generators with other seeds and sizes,
 // caches of 49 to 4,835 keys; sim's TestSeedSweep -sweep-small): the same
