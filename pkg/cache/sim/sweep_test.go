@@ -23,7 +23,7 @@ import (
 // the mean and worst gap, and per point the worst gap over the seeds (the
 // figures the acceptance test's exception lists are made from), and the
 // misses a check with a single otter run would expect (otter seeds its
-// hashing at random, and its runs spread by up to 3 points on the shared
+// hashing at random, and its runs spread by up to 4 points on the shared
 // traces). The baselines (LRU, ARC, and -sweep-otter-runs otter runs,
 // whose median is the bar's W-TinyLFU) do not depend on the policy and are
 // cached in a JSON file between runs:
