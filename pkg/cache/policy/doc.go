@@ -999,6 +999,16 @@
 //     the shadows' size in a row: small-concat 25% unchanged; on the
 //     shared traces 1, 2, 1, 2, 1 misses at a quarter (a scan's run
 //     brings a decision on the scan's leads).
+//   - A seventh candidate, a 1% window that climbs as Caffeine's does
+//     (otter's hill climber: a step of 6.25% of the capacity after every
+//     10 x capacity accesses, toward the better hit rate, decaying by 2%;
+//     the live cache climbs on its own hit rate when it follows it):
+//     sprite 5% 65.85 to 66.13 at seed 1 (the shadow alone 66.42), cs 50%
+//     +0.3, gli 5% +1.3, multi2 25% +0.4; but cpp 5% -1.1, multi2 1% -1.4,
+//     multi3 1% -1.0, web12 1% -0.7, sprite 5% worse for seeds 2 to 5;
+//     shared traces 0, 1, 1, 1, 1 misses, mean -0.03 to -0.05; small set
+//     one more miss for seed 1 (small-loop-1500 10% -0.8, small-zipf-0.7
+//     5% -0.8); small-db 50% unchanged (56.63 for the shadow, 55.60 live).
 //   - Fill decisions on switches up to 15, 20 or 30% of the capacity: on
 //     the small set within 0.03 points (small-stack 5% -0.17 at 20%); on
 //     the shared traces one and five more misses over seeds 1 to 5 at 20
