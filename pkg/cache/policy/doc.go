@@ -1015,7 +1015,8 @@
 //     rule, tieCost 0 or 0.25), now that the fill decisions take cpp's
 //     early leads: the shared and synthetic sets unchanged to the
 //     hundredth, the small set one miss fewer for seeds 3 and 5
-//     (small-one-hit 10%), mean +0.01.
+//     (small-one-hit 10%), mean +0.01; but the large set one miss more
+//     (synth-large-concat 10% -0.47 to -1.59 for seed 3). Kept as it is.
 //   - Fill decisions on switches up to 15, 20 or 30% of the capacity: on
 //     the small set within 0.03 points (small-stack 5% -0.17 at 20%); on
 //     the shared traces one and five more misses over seeds 1 to 5 at 20
