@@ -1042,7 +1042,9 @@
 // page from 128 to 2,048 pages per shard. Time: O(1) per call, amortised
 // (a switch re-marks the mirror's keys or relinks the live cache's, and
 // counts the keys to load, O(capacity), at most once per decision period:
-// at the decision, or at a deferred lead's next win), and no
+// at the decision, or at a deferred lead's next win; in the period after a
+// full-sampling tuner's fill, also at each of its fill decisions, up to
+// nine more), and no
 // allocation after New except the live cache's ghost lists at its first
 // switch to ARC. BenchmarkAccess, medians of 3 interleaved runs, fifth
 // round's five candidates against the sixth round's six: 422 / 494 ns

@@ -268,7 +268,7 @@ func (t *tuner) access(key uint64) bool {
 		}
 	}
 	if t.n++; t.n < t.next {
-		if t.fillDecision(key) {
+		if t.full && t.filled && t.stall.clock-t.fillAt <= t.period && t.fillDecision(key) {
 			switched = true
 		}
 		return switched
@@ -379,12 +379,14 @@ func (t *tuner) earlyChoice() int {
 // is not taken at the decision but deferred: access follows it at its next
 // win, if one comes before the next decision.
 func (t *tuner) choose(span float64) int {
-	return t.pick(span, span, math.Inf(1))
+	return t.pick(span, span, math.Inf(1), false)
 }
 
-// pick is choose with the stall test over the last stallSpan accesses and
-// only switches that cost at most maxCost (fillDecision).
-func (t *tuner) pick(span, stallSpan, maxCost float64) int {
+// pick is choose with the stall test over the last stallSpan accesses,
+// only switches that cost at most maxCost, and, with cheaperTies, equal
+// leads (within rounding: the tallies decay) going to the cheaper switch
+// (fillDecision: leads just after the fill are small counts, often equal).
+func (t *tuner) pick(span, stallSpan, maxCost float64, cheaperTies bool) int {
 	k := len(t.shadows)
 	// cost[i] is the switch's cost if shadow i qualifies, else -1.
 	cost := t.costs[:0]
@@ -401,10 +403,8 @@ func (t *tuner) pick(span, stallSpan, maxCost float64) int {
 		}
 		if c := t.switchCost(i); c <= maxCost && gain*min(horizon*span/t.acc, maxProjection) > c {
 			cost[i] = c
-			// Equal leads go to the cheaper switch when switches are
-			// held to a budget (fillDecision: leads just after the fill
-			// are small counts, often equal).
-			if gain > lead || (!math.IsInf(maxCost, 1) && gain == lead && best != t.cur && c < cost[best]) {
+			tie := cheaperTies && best != t.cur && math.Abs(gain-lead) <= 1e-9*lead
+			if (gain > lead && !tie) || (tie && c < cost[best]) {
 				best, lead = i, gain
 			}
 		}
@@ -429,23 +429,30 @@ func (t *tuner) pick(span, stallSpan, maxCost float64) int {
 	return cheapest
 }
 
-// fillDecision is a full-sampling tuner's extra decision, taken every
-// 1/fillDecisions of a period in the period after the shadows fill, between
-// the scheduled ones (whose tallies it leaves undecayed). Just after the
-// fill the shadows still hold nearly the same keys, so a switch is cheap,
-// and every access it waits makes it dearer: at cpp 25% the leads appear
-// within 150 accesses of the fill, 8 accesses to none, and the scheduled
-// decision that takes them comes 275 accesses later, when the keys to load
-// have grown up to threefold (the eleventh round in doc.go). It considers only switches
-// that cost at most fillCost of the capacity, projects a lead over the full
-// period's horizon, and gives equal leads to the cheaper switch. It reports
-// whether the live cache must follow another candidate; key is the access
-// just replayed.
+// fillDecision is a full-sampling tuner's extra decision in the period
+// after its shadows fill (access calls it for the accesses up to a period
+// after the fill), taken at every period/fillDecisions accesses since the
+// last scheduled decision, between the scheduled ones (whose tallies it
+// leaves undecayed). Just after the fill the shadows still hold nearly the
+// same keys, so a switch is cheap, and every access it waits makes it
+// dearer: at cpp 25% the leads appear within 150 accesses of the fill, 8
+// accesses to none, and the scheduled decision that takes them comes 275
+// accesses later, when the keys to load have grown up to threefold (the
+// eleventh round in doc.go). It considers only switches that cost at most
+// fillCost of the capacity, projects a lead over the full period's
+// horizon, and gives equal leads to the cheaper switch. A lead a scheduled
+// decision deferred (stalled) stays deferred unless this decision switches
+// or defers another. It reports whether the live cache must follow another
+// candidate; key is the access just replayed.
 func (t *tuner) fillDecision(key uint64) bool {
-	if !t.full || !t.filled || t.stall.clock-t.fillAt > t.period || t.n%max(1, t.period/fillDecisions) != 0 {
+	if t.n%max(1, t.period/fillDecisions) != 0 {
 		return false
 	}
-	best := t.pick(float64(t.period), float64(t.n), fillCost*float64(t.shadows[0].Cap()))
+	deferred := t.deferred
+	best := t.pick(float64(t.period), float64(t.n), fillCost*float64(t.shadows[0].Cap()), true)
+	if best == t.cur && t.deferred < 0 {
+		t.deferred = deferred
+	}
 	if decisionHook != nil {
 		decisionHook(t, best)
 	}

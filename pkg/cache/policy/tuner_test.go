@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -228,10 +229,11 @@ func TestTunerChoosesALeadThatPays(t *testing.T) {
 // TestTunerFillDecisions checks a full-sampling tuner's extra decisions in
 // the period after its shadows fill (fillDecision): taken every
 // 1/fillDecisions of a period, only on switches that cost at most fillCost
-// of the capacity, equal leads going to the cheaper switch; none between
-// those points or after that period.
+// of the capacity, equal leads (also after the tallies decayed) going to
+// the cheaper switch, a lead a scheduled decision deferred left deferred.
+// TestTunerFillSchedule checks when they come.
 func TestTunerFillDecisions(t *testing.T) {
-	setup := func(t *testing.T, since int) *tuner {
+	setup := func(t *testing.T) *tuner {
 		t.Helper()
 		tu := newTuner(1000, 1) // period 2,000; budget 100 keys to load
 		if !tu.full || tu.period != 2000 {
@@ -247,18 +249,18 @@ func TestTunerFillDecisions(t *testing.T) {
 			t.Fatalf("setup: filled %v at %d, following %d", tu.filled, tu.fillAt, tu.cur)
 		}
 		var v []uint64
-		for i, n := range map[int]int{1: 150, 2: 30, 4: 20} {
-			for key := uint64(1); key <= uint64(n); key++ {
-				v, _ = tu.shadows[i].Insert(mix64(key<<32), v[:0])
+		for _, c := range []struct{ shadow, keys int }{{1, 150}, {2, 30}, {4, 20}} {
+			for key := uint64(1); key <= uint64(c.keys); key++ {
+				v, _ = tu.shadows[c.shadow].Insert(mix64(key<<32), v[:0])
 			}
-			if c := tu.switchCost(i); c != float64(n) {
-				t.Fatalf("setup: switchCost(%d) = %v, want %d", i, c, n)
+			if got := tu.switchCost(c.shadow); got != float64(c.keys) {
+				t.Fatalf("setup: switchCost(%d) = %v, want %d", c.shadow, got, c.keys)
 			}
 		}
-		// since accesses after the fill, each leads the current shadow
-		// by 10 of 10 accesses (3.2 sigmas), still growing; projected
-		// over the period: 40.
-		tu.stall.clock = tu.fillAt + since
+		// 500 accesses after the fill, each leads the current shadow by
+		// 10 of 10 accesses (3.2 sigmas), still growing; projected over
+		// the period: 40.
+		tu.stall.clock = tu.fillAt + 500
 		k := len(tu.shadows)
 		for _, i := range []int{1, 2, 4} {
 			tu.wins[i*k] = 10
@@ -268,29 +270,53 @@ func TestTunerFillDecisions(t *testing.T) {
 	}
 	probe := mix64(1 << 50)
 	for _, tc := range []struct {
-		name  string
-		since int // accesses since the fill
-		n     int // accesses since the last scheduled decision
-		want  int
+		name    string
+		n       int  // accesses since the last scheduled decision
+		decayed bool // the leads went through a scheduled decision's decay
+		want    int
 	}{
 		// LRU's 150 keys are over the budget; ARC (30) and the 10%
 		// window (20) lead equally: the cheaper.
-		{"an eighth of a period", 500, 250, 4},
-		{"between eighths", 500, 251, 0},
-		{"a period after the fill", 2001, 250, 0},
+		{"an eighth of a period", 250, false, 4},
+		{"between eighths", 251, false, 0},
+		{"equal leads after a decay", 250, true, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tu := setup(t, tc.since)
+			tu := setup(t)
+			if tc.decayed {
+				// Both lead by 10.9 in exact arithmetic, but not in
+				// floating point: ARC won 10 before the decay and 1
+				// after (10.9), the window won 15 and lost 5 before
+				// and won 1 after (10.899999999999999).
+				k := len(tu.shadows)
+				tu.wins[2*k], tu.wins[2] = 10*scoreDecay+1, 0
+				tu.wins[4*k], tu.wins[4] = 15*scoreDecay+1, 5*scoreDecay
+				if g2, g4 := tu.wins[2*k]-tu.wins[2], tu.wins[4*k]-tu.wins[4]; g2 == g4 {
+					t.Fatalf("setup: the leads %v and %v are equal in floating point", g2, g4)
+				}
+			}
 			tu.n = tc.n
 			if got := tu.fillDecision(probe); got != (tc.want != 0) || tu.cur != tc.want {
 				t.Fatalf("fillDecision = %v, following %d; want %v, %d", got, tu.cur, tc.want != 0, tc.want)
 			}
 		})
 	}
+	// The leads' last wins 300 accesses ago: 10 wins in the 250 accesses
+	// since the scheduled decision are a mean gap of 25, so they stalled
+	// (the stall test runs over those 250, not over the period): the
+	// cheapest is deferred, not followed.
+	tu := setup(t)
+	k := len(tu.shadows)
+	for _, i := range []int{1, 2, 4} {
+		tu.stall.last[i*k] = tu.stall.clock - 300
+	}
+	tu.n = 250
+	if tu.fillDecision(probe) || tu.cur != 0 || tu.deferred != 4 {
+		t.Fatalf("stalled leads: following %d, deferred %d; want 0, 4", tu.cur, tu.deferred)
+	}
 	// LRU alone leads, by 50 (projected 200: it pays), but its 150 keys
 	// to load are over the budget.
-	tu := setup(t, 500)
-	k := len(tu.shadows)
+	tu = setup(t)
 	tu.wins[2*k], tu.wins[4*k] = 0, 0
 	tu.wins[1*k], tu.stall.period[1*k] = 50, 50
 	if got := tu.choose(float64(tu.period)); got != 1 {
@@ -300,11 +326,72 @@ func TestTunerFillDecisions(t *testing.T) {
 	if tu.fillDecision(probe) || tu.cur != 0 {
 		t.Fatalf("LRU alone leads: following %d, want 0 (over the budget)", tu.cur)
 	}
+	// The same lead, stalled: the scheduled decision defers it, and a
+	// fill decision that cannot take it leaves it deferred.
+	tu.stall.last[1*k] = tu.stall.clock - 1000
+	if got := tu.choose(float64(tu.period)); got != 0 || tu.deferred != 1 {
+		t.Fatalf("stalled lead: choose = %d, deferred %d; want 0, 1", got, tu.deferred)
+	}
+	if tu.fillDecision(probe) || tu.deferred != 1 {
+		t.Fatalf("after a fill decision: deferred %d, want 1 still", tu.deferred)
+	}
 	// A scheduled decision has no budget and breaks equal leads by order
 	// (the tie rule needs a switch under half the cost): ARC.
-	tu = setup(t, 500)
+	tu = setup(t)
 	if got := tu.choose(float64(tu.period)); got != 2 {
 		t.Fatalf("scheduled decision: choose = %d, want 2 (ARC)", got)
+	}
+}
+
+// TestTunerFillSchedule checks when a tuner decides, through access: a
+// full-sampling tuner of 1,000 keys (period 2,000; first decision after
+// 250 accesses, the interval doubling) also decides at every 250 accesses
+// since its last scheduled decision from the fill (access 1,000) to a
+// period after it; a sampling tuner has no fill decisions.
+func TestTunerFillSchedule(t *testing.T) {
+	defer func() { decisionHook = nil }()
+	for _, tc := range []struct {
+		name     string
+		capacity int
+		accesses int
+		want     []int // the clocks (sampled accesses) of the decisions
+	}{
+		{"full sampling", 1000, 4000, []int{
+			250, 750, // scheduled
+			1000, 1250, 1500, // fill decisions
+			1750,                         // scheduled
+			2000, 2250, 2500, 2750, 3000, // fill decisions, to a period after the fill
+			3750, // scheduled
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tu := newTuner(tc.capacity, 1)
+			var got []int
+			decisionHook = func(t *tuner, best int) { got = append(got, t.stall.clock) }
+			for key := uint64(1); key <= uint64(tc.accesses); key++ {
+				tu.access(mix64(key))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("decisions at %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// A sampling tuner: decisions only on its schedule, never between.
+	tu := newTuner(20000, 1)
+	var n, between int
+	decisionHook = func(t *tuner, best int) {
+		n++
+		if t.n != 0 { // a scheduled decision resets n first
+			between++
+		}
+	}
+	for key := uint64(1); key <= 400000; key++ {
+		if k := mix64(key); tu.sampled(k) {
+			tu.access(k)
+		}
+	}
+	if n == 0 || between != 0 {
+		t.Fatalf("sampling tuner: %d decisions, %d between scheduled ones; want some, none between", n, between)
 	}
 }
 
