@@ -69,8 +69,10 @@
 // way nothing from that request is cached and the error is returned.
 //
 // Each missed page has a MissCause: MissCold (never seen), MissCapacity
-// (evicted or refused by admission, remembered by a rotating Bloom filter
-// of Config.HistoryPages entries), MissInvalidated (another version of the
+// (seen and not kept: evicted, refused by admission, or not stored while
+// storing is paused after a failed write, when Stats.Degraded says so;
+// remembered by a rotating Bloom filter of Config.HistoryPages entries),
+// MissInvalidated (another version of the
 // URI was cached, or Invalidate dropped it), MissCorrupt (failed its
 // checksum, or dropped for it and not stored again yet). ReadResult and
 // Stats count pages and bytes by cause. An object of more than 2^32 pages

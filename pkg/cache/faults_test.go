@@ -183,6 +183,44 @@ func TestInvalidateWaitsForAWriteInProgress(t *testing.T) {
 	}
 }
 
+// A page evicted while its write is in progress is not kept; read again,
+// it is a capacity miss (seen, not kept), not a cold one.
+func TestPageEvictedWhileWrittenMissesAsCapacity(t *testing.T) {
+	org := cachetest.NewOrigin()
+	x := org.PutGenerated("s3://b/x", "v", testPage)
+	inWrite, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	var released sync.Once
+	unblock := func() { released.Do(func() { close(release) }) }
+	defer unblock() // a failure below must not leave the write blocked
+	faults := cache.Faults{AfterData: func() {
+		if first.CompareAndSwap(false, true) { // x's write only: y's go on
+			close(inWrite)
+			<-release
+		}
+	}}
+	c := newDisk(t, org, t.TempDir(), 16, func(cfg *cache.Config) {
+		*cfg = cache.WithFaults(*cfg, faults)
+		cfg.Shards = 1
+	})
+	y := org.PutGenerated("s3://b/y", "v", c.Stats().CapacityPages*testPage)
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Get(context.Background(), x, 0, testPage, make([]byte, testPage))
+		got <- err
+	}()
+	<-inWrite                   // x's data is written, its header not yet
+	mustGet(t, c, y, 0, y.Size) // LRU: evicts x while it is written
+	unblock()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if _, res := mustGet(t, c, x, 0, testPage); res.Misses[cache.MissCapacity].Pages != 1 {
+		t.Fatalf("x read again: misses by cause %v, want one capacity miss", res.Misses)
+	}
+	checkInv(t, c)
+}
+
 // Bounds that keep a bad configuration an error, not a hang, a panic or an
 // allocation of all memory.
 func TestConfigBounds(t *testing.T) {

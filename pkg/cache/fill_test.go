@@ -241,6 +241,38 @@ func TestCapacityMisses(t *testing.T) {
 	checkInv(t, c)
 }
 
+// A page the cache could not keep because readers pinned every slot is a
+// capacity miss when read again, not a cold one: it was seen.
+func TestPinnedSlotsMissAsCapacity(t *testing.T) {
+	org := cachetest.NewOrigin()
+	a := org.PutGenerated("s3://b/a", "v", 2*testPage)
+	b := org.PutGenerated("s3://b/b", "v", testPage)
+	c := newRAM(t, org, 2, func(cfg *cache.Config) { cfg.Shards = 1 })
+	if n := c.Stats().CapacityPages; n != 2 {
+		t.Fatalf("setup: %d slots, want 2", n)
+	}
+	mustGet(t, c, a, 0, 2*testPage)
+	// Both slots pinned (View pins one page per call) while b is
+	// fetched: b is served and not kept.
+	view := func(page int64, fn func()) {
+		t.Helper()
+		if _, err := c.View(context.Background(), a, page*testPage, testPage, func([]byte) error { fn(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	view(0, func() {
+		view(1, func() {
+			if _, res := mustGet(t, c, b, 0, testPage); res.Misses[cache.MissCold].Pages != 1 {
+				t.Errorf("b read first: misses by cause %v, want one cold miss", res.Misses)
+			}
+		})
+	})
+	if _, res := mustGet(t, c, b, 0, testPage); res.Misses[cache.MissCapacity].Pages != 1 {
+		t.Fatalf("b read again: misses by cause %v, want one capacity miss", res.Misses)
+	}
+	checkInv(t, c)
+}
+
 // The pages readers hold stay valid while writers churn the cache.
 func TestChurnWithPins(t *testing.T) {
 	org := cachetest.NewOrigin()

@@ -660,6 +660,7 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 	slot, ok := c.alloc(sh)
 	if !ok { // every free slot is pinned by readers
 		sh.pol.Remove(k)
+		c.hist.add(evictedFP(o, p)) // seen, not kept
 		completeFlight(sh, pk, fl, data, buf, nil)
 		return
 	}
@@ -703,8 +704,10 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 	if werr != nil || fl.revoked || o.dead.Load() {
 		o.pages.Add(-1)
 		sh.pol.Remove(k)
-		if werr != nil && !o.dead.Load() {
-			c.hist.add(evictedFP(o, p)) // seen, not kept (the write failed)
+		if !o.dead.Load() {
+			// Seen, not kept: the write failed, or an eviction took the
+			// page while it was written (fl.revoked).
+			c.hist.add(evictedFP(o, p))
 		}
 		if werr == nil && o.dead.Load() && durable {
 			// Invalidated while we wrote: the header must not survive.

@@ -9,9 +9,11 @@ const (
 	// MissCold: the page was never seen (within the history window).
 	MissCold MissCause = iota
 	// MissCapacity: the page was cached and left for lack of space, or
-	// was offered and not kept: refused by the admission policy, or not
-	// written while storing was paused after a failed write (or its own
-	// write failed).
+	// was offered and not kept: refused by the admission policy, evicted
+	// while it was written, not written for want of an unpinned slot, or
+	// not written while storing was paused after a failed write (or its
+	// own write failed; Stats.Degraded says so while a pause lasts, so a
+	// dashboard can tell such misses from a cache that is too small).
 	MissCapacity
 	// MissInvalidated: another version of the page's URI was cached (this
 	// page or others: the object replaced an older version), or Invalidate

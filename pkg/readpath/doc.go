@@ -14,9 +14,10 @@
 // LocalHitBytes were served from the serving node's cache, PeerHitBytes from
 // the cache of another node that owns the pages (a peer read), OriginBytes
 // from the object store, each miss with its cause: Cold (never seen),
-// Capacity (seen, evicted), Invalidated (cached under another version),
-// OwnerUnavailable (the owner could not be reached, so the origin served it
-// without caching), Corrupt (a cached page failed its checksum).
+// Capacity (seen, not kept: evicted, or refused), Invalidated (cached
+// under another version), OwnerUnavailable (the owner could not be
+// reached, so the origin served it without caching), Corrupt (a cached
+// page failed its checksum).
 //
 // ToProto and FromProto convert a Summary to and from the wire message
 // cachev1.ReadSummary.

@@ -83,7 +83,8 @@ type MissCause int
 const (
 	// Cold: never seen by the cache that owns the page.
 	Cold MissCause = iota
-	// Capacity: seen before, evicted for lack of space.
+	// Capacity: seen before and not kept (evicted for lack of space,
+	// refused by admission, or not stored while the cache was degraded).
 	Capacity
 	// Invalidated: cached under another version of the object.
 	Invalidated
