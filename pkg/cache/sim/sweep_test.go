@@ -37,7 +37,7 @@ var (
 	sweepLarge     = flag.Bool("sweep-large", false, "TestSeedSweep replays the large synthetic traces instead (misses counted at the shared traces' bar)")
 	sweepSmall     = flag.Bool("sweep-small", false, "TestSeedSweep replays the small held-out synthetic traces instead (misses counted at the shared traces' bar)")
 	sweepBaselines = flag.String("sweep-baselines", "", "file caching TestSeedSweep's baseline hit ratios")
-	sweepOtter     = flag.Int("sweep-otter-runs", 5, "otter runs per point in TestSeedSweep's baselines: their median is the bar's W-TinyLFU; all of them give the misses a check with one otter run expects")
+	sweepOtter     = flag.Int("sweep-otter-runs", 5, "otter runs per point in TestSeedSweep's baselines: their median (the upper one for an even count) is the bar's W-TinyLFU; all of them give the misses a check with one otter run expects")
 	sweepDump      = flag.String("sweep-dump", "", "file TestSeedSweep writes every point's gap to, one line per point (trace@percent and a gap per seed)")
 )
 
