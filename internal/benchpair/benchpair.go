@@ -28,3 +28,15 @@ func Alternate(b *testing.B, x, y func(*testing.B)) (tx, ty time.Duration) {
 	}
 	return tx, ty
 }
+
+// Rates runs base and other as Alternate does, each moving bytes per run,
+// and reports both rates ("<baseName>-MB/s", "<name>-MB/s") and other's
+// rate over base's ("<name>/<baseName>"), the figure to quote.
+func Rates(b *testing.B, bytes int64, baseName string, base func(*testing.B), name string, other func(*testing.B)) {
+	b.SetBytes(2 * bytes)
+	tb, to := Alternate(b, base, other)
+	n := float64(b.N) * float64(bytes) / 1e6
+	b.ReportMetric(n/tb.Seconds(), baseName+"-MB/s")
+	b.ReportMetric(n/to.Seconds(), name+"-MB/s")
+	b.ReportMetric(tb.Seconds()/to.Seconds(), name+"/"+baseName)
+}

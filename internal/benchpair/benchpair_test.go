@@ -28,3 +28,19 @@ func TestAlternateOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestRatesReports checks Rates' metrics: both rates and other over base,
+// here a body twice as fast as the base.
+func TestRatesReports(t *testing.T) {
+	r := testing.Benchmark(func(b *testing.B) {
+		Rates(b, 1e6, "slow", func(*testing.B) { time.Sleep(2 * time.Millisecond) }, "fast", func(*testing.B) { time.Sleep(time.Millisecond) })
+	})
+	for _, k := range []string{"slow-MB/s", "fast-MB/s", "fast/slow"} {
+		if _, ok := r.Extra[k]; !ok {
+			t.Fatalf("metrics %v: %q missing", r.Extra, k)
+		}
+	}
+	if q := r.Extra["fast/slow"]; q < 1.5 || q > 2.5 {
+		t.Fatalf("fast/slow = %.2f, want about 2", q)
+	}
+}

@@ -82,12 +82,7 @@ func BenchmarkReadRange(b *testing.B) {
 	// paired alternates the two in every iteration, so load from other
 	// processes hits both alike, and reports the ratio of their rates.
 	b.Run("paired", func(b *testing.B) {
-		b.SetBytes(2 * benchSize)
-		g, tc := benchpair.Alternate(b, grpcRead, tcpRead)
-		n := float64(b.N) * benchSize / 1e6
-		b.ReportMetric(n/g.Seconds(), "grpc-MB/s")
-		b.ReportMetric(n/tc.Seconds(), "tcp-MB/s")
-		b.ReportMetric(tc.Seconds()/g.Seconds(), "grpc/tcp")
+		benchpair.Rates(b, benchSize, "tcp", tcpRead, "grpc", grpcRead)
 	})
 }
 
@@ -152,11 +147,6 @@ func BenchmarkReadRangeVerify(b *testing.B) {
 	}
 	first, always := reader(false), reader(true)
 	b.Run("paired", func(b *testing.B) {
-		b.SetBytes(2 * benchSize)
-		f, a := benchpair.Alternate(b, first, always)
-		n := float64(b.N) * benchSize / 1e6
-		b.ReportMetric(n/f.Seconds(), "first-read-MB/s")
-		b.ReportMetric(n/a.Seconds(), "always-MB/s")
-		b.ReportMetric(f.Seconds()/a.Seconds(), "always/first-read")
+		benchpair.Rates(b, benchSize, "first-read", first, "always", always)
 	})
 }
