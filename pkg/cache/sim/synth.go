@@ -233,13 +233,9 @@ func SyntheticTraces() []*Trace {
 // synthetic sets: the same generators as SyntheticTraces and
 // LargeSyntheticTraces with other seeds and sizes, so that at 1 to 50% of
 // their keys most caches replay every key (49 to 4,835 keys), as the
-// shared traces' do. About 0.8 million accesses in all; TestSeedSweep
+// shared traces' do. About 0.6 million accesses in all; TestSeedSweep
 // replays them when asked (-sweep-small).
 func SmallSyntheticTraces() []*Trace {
-	named := func(tr *Trace, name string) *Trace {
-		tr.Name = name
-		return tr
-	}
 	return []*Trace{
 		named(SynthZipf(0.7, 4000, 60000, 101), "small-zipf-0.7"),
 		named(SynthZipf(1.0, 6000, 60000, 102), "small-zipf-1.0"),
@@ -319,10 +315,6 @@ func SynthConcat(name string, parts ...*Trace) *Trace {
 // million accesses in all: TestLargeSyntheticBar replays them only when
 // asked (-large).
 func LargeSyntheticTraces() []*Trace {
-	named := func(tr *Trace, name string) *Trace {
-		tr.Name = name
-		return tr
-	}
 	return []*Trace{
 		SynthDB(100_000, 300_000, 40_000, 3_000_000, 21),
 		named(SynthZipf(0.8, 1_000_000, 3_000_000, 22), "synth-large-zipf-0.8"),
@@ -335,4 +327,10 @@ func LargeSyntheticTraces() []*Trace {
 			SynthOneHit(250_000, 0.3, 1_500_000, 33),
 			SynthStack(0.15, 4000, 1_500_000, 34)),
 	}
+}
+
+// named renames tr (a generator names its trace after itself).
+func named(tr *Trace, name string) *Trace {
+	tr.Name = name
+	return tr
 }
