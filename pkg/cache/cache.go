@@ -47,6 +47,10 @@ type Cache struct {
 	// under the shard lock, so reads share no lock of their own.
 	closed  atomic.Bool
 	closeMu sync.Mutex // serialises Close
+	// drops counts invalidations in progress (Invalidate, dropObject):
+	// they write headers, so Close waits for them before it closes the
+	// store, and they give up (ErrClosed) once closed is set.
+	drops atomic.Int32
 
 	seq atomic.Uint64 // last page write sequence number
 	// startReason says why the cache runs below its configuration from
@@ -290,16 +294,37 @@ func (c *Cache) degradedReason() string {
 // Invalidate drops every cached page of uri, whatever its version, so the
 // next read of it goes to the origin (miss cause MissInvalidated). Their
 // headers are cleared on disk: they do not come back after a restart. It
-// returns the number of pages dropped.
+// returns the number of pages dropped, and ErrClosed if the cache is (or
+// was meanwhile) closed, in which case pages of uri may come back after a
+// restart.
 func (c *Cache) Invalidate(uri string) (int, error) {
-	if c.closed.Load() {
+	if !c.enterDrop() {
 		return 0, ErrClosed
 	}
+	defer c.drops.Add(-1)
 	n := 0
 	for _, o := range c.objects.remove(uri) {
-		n += c.dropObject(o)
+		n += c.drop(o)
 	}
+	// Evicted pages keep valid headers until an invalidation clears them,
+	// also those of a uri the object table has since forgotten (it
+	// forgets objects with no resident page), for which there was nothing
+	// to drop above.
+	c.clearEvictedHeaders()
 	return n, nil
+}
+
+// enterDrop registers an invalidation in progress (the caller then calls
+// c.drops.Add(-1)), or reports false if the cache is closed. Close sets
+// closed before it waits for drops to reach zero, so an invalidation that
+// entered finishes its header writes before the store closes.
+func (c *Cache) enterDrop() bool {
+	c.drops.Add(1)
+	if c.closed.Load() {
+		c.drops.Add(-1)
+		return false
+	}
+	return true
 }
 
 // Close waits for reads in progress to finish (their pinned pages and
@@ -321,7 +346,7 @@ func (c *Cache) Close() error {
 		sh.closed = true
 		sh.mu.Unlock()
 	}
-	for !c.quiet() {
+	for c.drops.Load() != 0 || !c.quiet() {
 		time.Sleep(time.Millisecond)
 	}
 	return c.closeStores()

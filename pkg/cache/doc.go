@@ -161,7 +161,11 @@
 // takes it once per page. Object lookup is lock-free (sync.Map). Origin
 // calls, checksums and slab writes run outside every lock. Stats sums the
 // shards' counters. Close waits for reads in progress (their pins and
-// fetches) before unmapping the slabs; a View callback must not call Close.
+// fetches) and for invalidations (their header writes) before unmapping
+// the slabs; a View callback must not call Close. A View callback that
+// panics releases its pages as the panic unwinds; an Origin that panics
+// fails the read with ErrOriginPanic (the panic is logged with its stack),
+// so neither leaves a page pinned or a fetch that others wait for.
 //
 // # Memory
 //

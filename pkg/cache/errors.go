@@ -35,6 +35,11 @@ var (
 	// ErrShortRead is returned when the origin returns fewer bytes than the
 	// object's size says it holds. Nothing is cached from that request.
 	ErrShortRead = errors.New("cache: origin returned fewer bytes than the object size implies")
+	// ErrOriginPanic is returned when the Origin's ReadAt panicked: the
+	// cache recovers (its fetches must complete, for the readers waiting
+	// on them), logs the panic with its stack, caches nothing from that
+	// request and fails the read.
+	ErrOriginPanic = errors.New("cache: origin panicked")
 	// ErrClosed is returned by every method called after Close.
 	ErrClosed = errors.New("cache: closed")
 )

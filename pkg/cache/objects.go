@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"encoding/binary"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -45,8 +46,8 @@ const maxVersions = 4
 // (refuse), that one leaves.
 //
 // Ids are never reused before 2^32 objects have been interned; readers
-// nevertheless check that the slot they found belongs to their *object, so
-// even a reused id cannot serve wrong bytes.
+// nevertheless check that the slot or the flight they found belongs to
+// their *object, so even a reused id cannot serve wrong bytes.
 type objectTable struct {
 	pageSize int
 	maxKey   int // longest URI+version a page header holds (disk tier only)
@@ -84,14 +85,11 @@ func newObjectTable(pageSize, maxKey int) *objectTable {
 func objectHash(obj Object) uint64 {
 	var d xxhash.Digest
 	d.Reset()
+	// The URI's length first: ("a\x00b", "") and ("a", "b\x00") differ.
+	d.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(obj.URI))))
 	d.WriteString(obj.URI)
-	d.Write([]byte{0})
 	d.WriteString(obj.Version)
-	var b [8]byte
-	for i := range b {
-		b[i] = byte(obj.Size >> (8 * i))
-	}
-	d.Write(b[:])
+	d.Write(binary.LittleEndian.AppendUint64(nil, uint64(obj.Size)))
 	return d.Sum64()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -186,7 +187,9 @@ func (c *Cache) readThrough(ctx context.Context, o *object, obj Object, off, end
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := min(int64(len(buf.b)), end-pos)
+		// Requests end at page boundaries (the buffer holds whole pages),
+		// so no page is split between two and counted twice.
+		n := min(int64(len(buf.b))-pos%ps, end-pos)
 		b := buf.b[:n]
 		if err := c.originRead(ctx, o, obj, b, pos); err != nil {
 			c.refused(o, err)
@@ -270,6 +273,19 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 	next = from + int64(len(refs))
 	retry := false
 	i := 0
+	delivered := false
+	defer func() {
+		if delivered {
+			return
+		}
+		// A View callback panicked: release what the window holds (the
+		// page being delivered, the pages after it, the runs' buffers),
+		// or its pins would keep Close waiting for ever, then go on
+		// panicking.
+		p := recover()
+		c.releaseRefs(refs[i:], runs)
+		panic(p)
+	}()
 	for ; i < len(refs) && err == nil; i++ {
 		r := &refs[i]
 		lo, hi := within(off, end, ps, r.page)
@@ -305,8 +321,11 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 				err = ctx.Err()
 				continue
 			}
-			if fl.err != nil && isContextErr(fl.err) && ctx.Err() == nil {
-				// Our leader gave up; we did not. Fetch it ourselves.
+			if fl.obj != o || (fl.gaveUp && ctx.Err() == nil) {
+				// Our leader gave up and we did not, or the flight was
+				// another object's whose id ours reuses (its page is not
+				// ours, nor its error). Plan the page again: this time
+				// we find its slot (and drop it, if another's) or lead.
 				releaseBuf(fl.buf, &c.bufs)
 				next = r.page
 				retry = true
@@ -335,19 +354,28 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 			c.uncount(o, &refs[j], int64(hi-lo))
 		}
 	}
-	// Release what was not delivered.
-	for ; i < len(refs); i++ {
+	delivered = true
+	c.releaseRefs(refs[i:], runs)
+	clear(refs) // drop flight pointers so the pool does not keep them
+	return next, err
+}
+
+// releaseRefs releases what a window holds for pages it did not deliver
+// (refs): their pins, the buffers of the flights they waited for, and the
+// buffers of the window's runs.
+func (c *Cache) releaseRefs(refs []pageRef, runs []fetchRun) {
+	for i := range refs {
 		r := &refs[i]
 		switch {
 		case r.kind == refHit && r.ram != 0:
 			c.ram.pins[r.ram-1].Add(-1)
 		case r.kind == refHit:
 			c.slots[r.slot].pins.Add(-1)
-		case r.kind == refWait:
+		case r.kind == refWait && r.fl != nil:
 			select {
 			case <-r.fl.done:
 				releaseBuf(r.fl.buf, &c.bufs)
-			default: // see above: the buffer goes to the garbage collector
+			default: // a waiter that left: the buffer goes to the garbage collector
 			}
 		}
 	}
@@ -355,8 +383,6 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 		releaseBuf(runs[k].buf, &c.bufs)
 		runs[k].buf = nil
 	}
-	clear(refs) // drop flight pointers so the pool does not keep them
-	return next, err
 }
 
 // uncount takes back the hit or miss that plan counted in the shard's
@@ -373,10 +399,6 @@ func (c *Cache) uncount(o *object, r *pageRef, bytes int64) {
 		sh.st.misses[r.fl.cause].Bytes -= bytes
 	}
 	sh.mu.Unlock()
-}
-
-func isContextErr(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // feedSizers records a read of page p of o in the sizing estimators
@@ -452,7 +474,7 @@ func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64, noRAM bool) 
 	if sh.pol != nil && sh.pol.Touch(k) {
 		sh.pol.Remove(k) // resident in the policy only: cannot happen, but heal
 	}
-	fl := &flight{done: make(chan struct{}), cause: cause}
+	fl := &flight{done: make(chan struct{}), obj: o, cause: cause}
 	sh.flights[pk] = fl
 	sh.st.misses[cause].Pages++
 	sh.st.misses[cause].Bytes += bytes
@@ -570,11 +592,15 @@ func (c *Cache) fetchRun(ctx context.Context, o *object, obj Object, refs []page
 		err = c.originRead(ctx, o, obj, b, off)
 	}
 	if err != nil {
+		// Waiters whose own context is live fetch again if this read gave
+		// up, not if the origin failed (also with a timeout of its own).
+		gaveUp := ctx.Err() != nil
 		for i := run.i; i < run.i+run.n; i++ {
 			r := &refs[i]
 			pk := pageKey(o, r.page)
 			sh := c.shardFor(mix64(pk))
 			sh.mu.Lock()
+			r.fl.gaveUp = gaveUp
 			completeFlight(sh, pk, r.fl, nil, nil, err)
 			sh.mu.Unlock()
 		}
@@ -590,13 +616,26 @@ func (c *Cache) fetchRun(ctx context.Context, o *object, obj Object, refs []page
 	run.buf = buf
 }
 
+// callOrigin calls the origin's ReadAt, turning a panic into an error: the
+// read's flights must complete (their waiters, and Close, wait for them),
+// and a panic on one of fetchAll's goroutines would end the process.
+func (c *Cache) callOrigin(ctx context.Context, obj Object, b []byte, off int64) (n int, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.cfg.Logger.Error("origin panicked", "uri", obj.URI, "offset", off, "panic", p, "stack", string(debug.Stack()))
+			n, err = 0, fmt.Errorf("%w: %v", ErrOriginPanic, p)
+		}
+	}()
+	return c.origin.ReadAt(ctx, obj, b, off)
+}
+
 // originRead fills b with o's bytes at off in one origin request, counted.
 // A short count is ErrShortRead; an origin error is wrapped with the range.
 // On success the origin has served o's version: the other versions of its
 // URI are dropped.
 func (c *Cache) originRead(ctx context.Context, o *object, obj Object, b []byte, off int64) error {
 	c.originRequests.Add(1)
-	got, err := c.origin.ReadAt(ctx, obj, b, off)
+	got, err := c.callOrigin(ctx, obj, b, off)
 	if errors.Is(err, io.EOF) {
 		err = nil // a short count is checked below
 	}
@@ -741,8 +780,19 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 // returns, no header of o is left valid on disk: it also clears the
 // headers of evicted pages (clearEvictedHeaders) and waits for writes of o
 // in progress, which clear what they wrote when they see o.dead. It
-// returns how many pages it dropped.
+// returns how many pages it dropped. A cache closed before it starts drops
+// nothing (the pages stay on disk, for the next version's reads to replace
+// or an Invalidate after the restart).
 func (c *Cache) dropObject(o *object) int {
+	if !c.enterDrop() {
+		return 0
+	}
+	defer c.drops.Add(-1)
+	return c.drop(o)
+}
+
+// drop is dropObject for a caller that entered (enterDrop).
+func (c *Cache) drop(o *object) int {
 	dropped := 0
 	if o.npages <= int64(len(c.slots)) {
 		dropped = c.dropByPage(o)

@@ -250,8 +250,10 @@ func (c *Cache) scanHeaders() ([]headerRec, []scannedObject, error) {
 				if !ok {
 					continue
 				}
-				key = append(key[:0], uri...)
-				key = append(key, 0)
+				// The URI's length first: ("a\x00b", "") and ("a", "b\x00")
+				// are two objects.
+				key = binary.AppendUvarint(key[:0], uint64(len(uri)))
+				key = append(key, uri...)
 				key = append(key, ver...)
 				key = binary.LittleEndian.AppendUint64(key, uint64(h.size))
 				oi, found := index[string(key)]

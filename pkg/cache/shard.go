@@ -74,10 +74,12 @@ type shardStats struct {
 // by the leader before done is closed and read by waiters after.
 type flight struct {
 	done    chan struct{}
-	waiters int32 // guarded by the shard lock
-	revoked bool  // guarded by the shard lock: the policy evicted the key mid-write
+	obj     *object // whose page it fetches: after 2^32 objects an id, and so a page key, can recur
+	waiters int32   // guarded by the shard lock
+	revoked bool    // guarded by the shard lock: the policy evicted the key mid-write
 	cause   MissCause
 	err     error
+	gaveUp  bool // err came from the leader's own context (not the origin's)
 	data    []byte
 	buf     *fetchBuf
 }

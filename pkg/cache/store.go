@@ -206,9 +206,12 @@ func openDiskStore(dir string, capacity, slabSize int64, pageSize int, hk *hooks
 		geos = append(geos, rest)
 	}
 	s = &diskStore{dir: dir, lock: lock, perSlab: full.nslots, slotSize: full.slotSize, hooks: hk}
+	// On an error the store is closed (its slabs unmapped, its lock
+	// released) through its own variable: the error returns set s to nil.
+	opened := s
 	defer func() {
 		if err != nil {
-			s.close()
+			opened.close()
 		}
 	}()
 	if fit, free, reserve, ok := slabsThatFit(dir, geos); ok && fit < len(geos) {
