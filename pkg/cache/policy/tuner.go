@@ -59,6 +59,7 @@ var (
 	stallGaps      = 8.0  // full sampling: a lead whose wins stopped for this many mean gaps (at the last period's rate) has stalled
 	fillDecisions  = 8    // full sampling: in the period after the shadows fill, decide this many times per period too ...
 	fillCost       = 0.1  // ... on switches that cost at most this share of the capacity (see fillDecision)
+	newRunShare    = 0.25 // sampled, unconfirmed: a run of misses in every shadow this long (x their size) restarts the schedule (see noteRun)
 )
 
 // decisionHook, if set (by tests and experiments), sees every decision and
@@ -135,6 +136,12 @@ type tuner struct {
 	cur    int  // index of the candidate the live cache follows
 	filled bool // the shadows have been full (they hold the same keys until then)
 	fillAt int  // full sampling: stall.clock when the shadows filled
+
+	// A sampling tuner that needs no confirmation restarts its schedule
+	// of decisions after a new working set's first run of misses (see
+	// noteRun).
+	missRun int  // sampled accesses every shadow has missed in a row
+	runSeen bool // the schedule restarted for the current run
 
 	// A tuner that samples under confirmShare of the keys switches only
 	// to a candidate that two decisions in a row choose: its decisions
@@ -234,6 +241,7 @@ func (t *tuner) access(key uint64) bool {
 	}
 	tally(t.wins, hits, len(t.shadows), notes)
 	t.acc++
+	t.noteRun(hits)
 	switched := false
 	if t.full {
 		if d := t.deferred; d >= 0 && hits&(1<<d) != 0 && hits&(1<<t.cur) == 0 {
@@ -291,6 +299,33 @@ func (t *tuner) access(key uint64) bool {
 	}
 	t.acc *= scoreDecay
 	return switched
+}
+
+// noteRun restarts the schedule of decisions, as the fill does, when every
+// shadow has missed newRunShare of the shadows' size in a row (hits: the
+// shadows the access hit), once per such run, in a sampling tuner that
+// needs no confirmation. Such a run is a new working set's first pass (a
+// loop after a Zipf part, say): each shadow has loaded the same new keys,
+// the ones that keep them lead from the next pass on, and a decision a
+// long period away (2 x the shadows' size in sampled accesses) would come
+// passes later (the twelfth round in doc.go). A full-sampling tuner
+// restarting there decided on a scan's leads (the eleventh round), and a
+// confirming one (sampling under a tenth of the keys) gained nothing.
+func (t *tuner) noteRun(hits uint64) {
+	if t.full || t.confirm || !t.filled {
+		return
+	}
+	if hits != 0 {
+		t.missRun, t.runSeen = 0, false
+		return
+	}
+	t.missRun++
+	size := t.shadows[0].Cap()
+	if t.runSeen || float64(t.missRun) < newRunShare*float64(size) {
+		return
+	}
+	t.runSeen = true
+	t.n, t.next = 0, max(16, min(t.period, size/firstPeriodDiv))
 }
 
 // stallNotes records, for the stall test, when each shadow last hit an

@@ -480,6 +480,72 @@ func TestTunerRestartsScheduleWhenFull(t *testing.T) {
 	}
 }
 
+// TestTunerRestartsScheduleOnANewRun checks noteRun: after its shadows
+// fill, a sampling tuner that needs no confirmation restarts its schedule
+// of decisions when every shadow has missed a quarter of the shadows' size
+// in a row, once per run (another restart needs a hit first); a
+// full-sampling tuner, a confirming one and a shorter run do not.
+func TestTunerRestartsScheduleOnANewRun(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		capacity int
+		run      float64 // the run of new keys, as a share of the shadows' size
+		want     bool    // the schedule restarts
+	}{
+		{"sampling, unconfirmed", 4000, 0.3, true},
+		{"sampling, a shorter run", 4000, 0.2, false},
+		{"full sampling", 2000, 0.3, false},
+		{"sampling, confirming", 40000, 0.3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tu := newTuner(tc.capacity, 1)
+			size := tu.shadows[0].Cap()
+			// Fill the shadows with a hot set, then go on with it for a
+			// long period, so that the schedule's interval has grown.
+			hot := uint64(0)
+			for ; !tu.filled || tu.next < tu.period; hot = (hot + 1) % uint64(2*size) {
+				tu.access(mix64(hot))
+			}
+			for i := 0; i < size; i++ {
+				tu.access(mix64(uint64(i % (size / 2)))) // hits: no run
+			}
+			n := tu.n
+			runLen := int(tc.run * float64(size))
+			for k := 0; k < runLen; k++ {
+				tu.access(mix64(uint64(1<<40 + k)))
+			}
+			restarted := tu.next == max(16, size/firstPeriodDiv) && tu.n < runLen
+			if restarted != tc.want {
+				t.Fatalf("after a run of %d new keys (n %d before): n %d, next %d of period %d; restarted %v, want %v",
+					runLen, n, tu.n, tu.next, tu.period, restarted, tc.want)
+			}
+			if !tc.want {
+				return
+			}
+			// The same run goes on: no second restart, so the restarted
+			// schedule's first decision comes.
+			decisions := 0
+			decisionHook = func(*tuner, int) { decisions++ }
+			defer func() { decisionHook = nil }()
+			for k := 0; k < size/2; k++ {
+				tu.access(mix64(uint64(1<<41 + k)))
+			}
+			if decisions == 0 {
+				t.Fatalf("no decision in %d accesses of the run after the restart (next %d): restarted again", size/2, tu.next)
+			}
+			// A hit, then a new run: a new restart.
+			tu.access(mix64(uint64(1<<41 + 1)))
+			tu.next = tu.period
+			for k := 0; k < runLen; k++ {
+				tu.access(mix64(uint64(1<<42 + k)))
+			}
+			if tu.next != max(16, size/firstPeriodDiv) {
+				t.Fatalf("after a hit and a new run: next %d, want %d", tu.next, max(16, size/firstPeriodDiv))
+			}
+		})
+	}
+}
+
 // TestTunerEarlyShadows checks a sampling tuner's early shadows: a quarter
 // of the shadows' size, gone once the shadows fill, and the candidate
 // whose early shadow leads for real (2 sigmas of the paired test) is the
