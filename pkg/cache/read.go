@@ -189,7 +189,7 @@ func (c *Cache) readThrough(ctx context.Context, o *object, obj Object, off, end
 		}
 		// Requests end at page boundaries (the buffer holds whole pages),
 		// so no page is split between two and counted twice.
-		n := min(int64(len(buf.b))-pos%ps, end-pos)
+		n := min(int64(c.maxFetchPages)*ps-pos%ps, end-pos)
 		b := buf.b[:n]
 		if err := c.originRead(ctx, o, obj, b, pos); err != nil {
 			c.refused(o, err)
@@ -275,16 +275,14 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 	i := 0
 	delivered := false
 	defer func() {
-		if delivered {
-			return
+		if !delivered {
+			// A View callback panicked (or called runtime.Goexit): release
+			// what the window holds (the page being delivered, the pages
+			// after it, the runs' buffers), or its pins would keep Close
+			// waiting for ever; the panic goes on unwinding as it was.
+			c.releaseRefs(refs[i:], runs)
+			clear(refs)
 		}
-		// A View callback panicked: release what the window holds (the
-		// page being delivered, the pages after it, the runs' buffers),
-		// or its pins would keep Close waiting for ever, then go on
-		// panicking.
-		p := recover()
-		c.releaseRefs(refs[i:], runs)
-		panic(p)
 	}()
 	for ; i < len(refs) && err == nil; i++ {
 		r := &refs[i]
@@ -827,11 +825,7 @@ func (c *Cache) dropByPage(o *object) int {
 		}
 		pk := pageKey(o, p)
 		sh := c.shardFor(mix64(pk))
-		sh.mu.Lock()
-		if sh.closed {
-			sh.mu.Unlock()
-			break
-		}
+		sh.mu.Lock() // also once closed: Close waits for invalidations (enterDrop)
 		if slot, ok := sh.index[pk]; ok && c.slots[slot].obj == o {
 			c.hist.add(invalidatedFP(o, p))
 			dropped++
@@ -854,11 +848,7 @@ func (c *Cache) dropByIndex(o *object) int {
 	var keys []uint64
 	for i := range c.shards {
 		sh := &c.shards[i]
-		sh.mu.Lock()
-		if sh.closed {
-			sh.mu.Unlock()
-			return dropped
-		}
+		sh.mu.Lock() // also once closed: Close waits for invalidations (enterDrop)
 		keys = keys[:0]
 		for pk, slot := range sh.index {
 			if c.slots[slot].obj == o {
@@ -868,7 +858,7 @@ func (c *Cache) dropByIndex(o *object) int {
 		sh.mu.Unlock()
 		for _, pk := range keys {
 			sh.mu.Lock()
-			if slot, ok := sh.index[pk]; ok && !sh.closed && c.slots[slot].obj == o {
+			if slot, ok := sh.index[pk]; ok && c.slots[slot].obj == o {
 				c.hist.add(invalidatedFP(o, int64(c.slots[slot].page)))
 				dropped++
 				c.dropAndClear(sh, pk, slot)

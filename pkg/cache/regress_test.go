@@ -20,6 +20,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -502,10 +503,14 @@ func TestPanicInCallbackOrOriginReleasesCache(t *testing.T) {
 		}
 		obj := Object{URI: "s3://b/p", Version: "v", Size: revPage}
 		revGet(t, c, obj, 0, revPage) // cached: View pins it
+		var got any
 		func() {
-			defer func() { recover() }()
+			defer func() { got = recover() }()
 			c.View(context.Background(), obj, 0, revPage, func([]byte) error { panic("handler bug") })
 		}()
+		if got != "handler bug" {
+			t.Fatalf("View's caller recovered %v, want the callback's panic", got)
+		}
 		closed := make(chan error, 1)
 		go func() { closed <- c.Close() }()
 		select {
@@ -523,22 +528,151 @@ func TestPanicInCallbackOrOriginReleasesCache(t *testing.T) {
 			}
 			return 0, nil, false
 		}
-		c, err := New(Config{Origin: org, MemoryBytes: 16 * revPage, PageSize: revPage})
+		c, err := New(Config{Origin: org, MemoryBytes: 16 * revPage, PageSize: revPage, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer func() { go c.Close() }() // it may hang: do not wait for it
 		obj := Object{URI: "s3://b/p", Version: "v", Size: revPage}
-		func() {
-			defer func() { recover() }()
-			c.Get(context.Background(), obj, 0, revPage, make([]byte, revPage))
-		}()
+		if _, err := c.Get(context.Background(), obj, 0, revPage, make([]byte, revPage)); !errors.Is(err, ErrOriginPanic) {
+			t.Fatalf("the read whose origin panicked: %v, want ErrOriginPanic", err)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if _, err := c.Get(ctx, obj, 0, revPage, make([]byte, revPage)); err != nil {
 			t.Fatalf("the read after an Origin panic: %v (it waited on the dead reader's flight)", err)
 		}
 	})
+}
+
+// Was: the fix for panicking View callbacks (readWindow's deferred
+// release) recovered and re-panicked, and a callback that ends its
+// goroutine with runtime.Goexit (t.Fatal inside a test's callback) became
+// a panic with a nil value (*runtime.PanicNilError). Fixed: the deferred
+// release does not recover; a panic or Goexit unwinds as it was.
+func TestViewCallbackGoexitStaysAGoexit(t *testing.T) {
+	org := &revOrigin{}
+	c := revNew(t, Config{Origin: org, MemoryBytes: 16 * revPage, PageSize: revPage})
+	obj := Object{URI: "s3://b/g", Version: "v", Size: revPage}
+	revGet(t, c, obj, 0, revPage) // cached: View pins it
+	var panicked any
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() { panicked = recover() }()
+		c.View(context.Background(), obj, 0, revPage, func([]byte) error {
+			runtime.Goexit() // as t.FailNow does
+			return nil
+		})
+	}()
+	wg.Wait()
+	if panicked != nil {
+		t.Fatalf("a View callback that called runtime.Goexit made View panic: %v (%T)", panicked, panicked)
+	}
+	// And the pin is released, as for a panicking callback.
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close hangs after a View callback called Goexit")
+	}
+}
+
+// Was: when Close began after Invalidate had entered, Close marked the
+// shards closed and waited for the invalidation, but dropByPage and
+// dropByIndex stopped at the first closed shard: Invalidate returned
+// (0, nil) and the page's header stayed valid, so a restart served the
+// old bytes. Fixed: drops finish in closed shards (Close keeps the store
+// open until they do).
+func TestInvalidateRacingCloseClearsWhatItDrops(t *testing.T) {
+	dir := t.TempDir()
+	org := &revOrigin{}
+	x := Object{URI: "s3://b/x", Version: "", Size: revPage}
+	org.setData(x.URI, bytes.Repeat([]byte{0xAA}, revPage))
+	c := revNew(t, revDiskCfg(org, dir, 16))
+	revGet(t, c, x, 0, revPage) // resident, header valid on disk
+
+	// Stop Invalidate inside objects.remove, past enterDrop.
+	c.objects.mu.Lock()
+	type result struct {
+		n   int
+		err error
+	}
+	inv := make(chan result, 1)
+	go func() {
+		n, err := c.Invalidate(x.URI)
+		inv <- result{n, err}
+	}()
+	for c.drops.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	// Wait until Close has closed every shard (it then waits for drops).
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		sh := &c.shards[len(c.shards)-1]
+		sh.mu.Lock()
+		done := sh.closed
+		sh.mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.objects.mu.Unlock()
+			t.Fatal("setup: Close did not close the shards")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.objects.mu.Unlock()
+	r := <-inv
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+
+	// The caller invalidated x because it changed at the origin.
+	fresh := bytes.Repeat([]byte{0xBB}, revPage)
+	org.setData(x.URI, fresh)
+	c2 := revNew(t, revDiskCfg(org, dir, 16))
+	got, res := revGet(t, c2, x, 0, revPage)
+	if r.err == nil && !bytes.Equal(got, fresh) {
+		t.Fatalf("Invalidate racing Close returned (%d, nil), yet after a restart the invalidated page is served (%+v, first byte %#x, want %#x); want ErrClosed, or the page gone",
+			r.n, res, got[0], fresh[0])
+	}
+	if r.err != nil && !errors.Is(r.err, ErrClosed) {
+		t.Fatalf("Invalidate: %v, want nil or ErrClosed", r.err)
+	}
+}
+
+// Was: readThrough sized its requests by its pooled buffer (a power of
+// two pages), not by MaxFetchBytes: with MaxFetchBytes of 3 pages each
+// request was 4 pages. Fixed: requests are at most MaxFetchBytes, and end
+// at page boundaries.
+func TestReadThroughRequestsAtMostMaxFetchBytes(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []int
+	org := &revOrigin{}
+	org.hook = func(_ context.Context, _ Object, p []byte, _ int64) (int, error, bool) {
+		mu.Lock()
+		sizes = append(sizes, len(p))
+		mu.Unlock()
+		return 0, nil, false
+	}
+	const maxFetch = 3 * revPage
+	c := revNew(t, Config{Origin: org, MemoryBytes: 16 * revPage, PageSize: revPage, MaxFetchBytes: maxFetch})
+	huge := Object{URI: "s3://b/huge", Version: "v", Size: math.MaxInt64}
+	got, _ := revGet(t, c, huge, 0, 12*revPage)
+	if !bytes.Equal(got, revBytes(huge, 0, 12*revPage)) {
+		t.Fatal("wrong bytes")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, n := range sizes {
+		if n > maxFetch {
+			t.Fatalf("readThrough made origin requests of %v bytes; MaxFetchBytes is %d", sizes, maxFetch)
+		}
+	}
 }
 
 // ---------------------------------------------------------------------------

@@ -149,20 +149,24 @@ func (s *FileStore) resolve(uri string, prefixOK bool) (URI, string, error) {
 	return u, rel, nil
 }
 
-// checkLinks resolves symbolic links in root/rel and verifies the result is
-// still inside the root.
-func (s *FileStore) checkLinks(uri, rel string) error {
+// checkLinks resolves symbolic links in root/rel, verifies the result is
+// still inside the root and returns it relative to the root, free of
+// links. The store opens that path, not rel: os.Root refuses every
+// absolute link target, also one inside the root (ln -s "$PWD/a" b), and
+// it still confines the open if a link is swapped in meanwhile.
+func (s *FileStore) checkLinks(uri, rel string) (string, error) {
 	real, err := filepath.EvalSymlinks(filepath.Join(s.realRoot, rel))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%w: %s", ErrNotFound, uri)
+			return "", fmt.Errorf("%w: %s", ErrNotFound, uri)
 		}
-		return fmt.Errorf("origin: cannot resolve %q: %w", uri, err)
+		return "", fmt.Errorf("origin: cannot resolve %q: %w", uri, err)
 	}
-	if _, ok := within(s.realRoot, real); !ok {
-		return fmt.Errorf("%w: %q resolves through a symbolic link to %s", ErrOutsideRoot, uri, real)
+	resolved, ok := within(s.realRoot, real)
+	if !ok {
+		return "", fmt.Errorf("%w: %q resolves through a symbolic link to %s", ErrOutsideRoot, uri, real)
 	}
-	return nil
+	return resolved, nil
 }
 
 func (s *FileStore) open(uri string) (*os.File, error) {
@@ -170,10 +174,11 @@ func (s *FileStore) open(uri string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkLinks(uri, rel); err != nil {
+	resolved, err := s.checkLinks(uri, rel)
+	if err != nil {
 		return nil, err
 	}
-	f, err := s.dir.OpenFile(rel, openFlags, 0)
+	f, err := s.dir.OpenFile(resolved, openFlags, 0)
 	if err != nil {
 		return nil, s.mapErr(uri, err)
 	}
@@ -292,7 +297,7 @@ func (s *FileStore) List(ctx context.Context, prefix string, fn func(Info) error
 		// as file:///data/la for root /data/lake: walk the whole root.
 		rel, base = ".", s.root
 	}
-	if err := s.checkLinks(prefix, rel); err != nil {
+	if _, err := s.checkLinks(prefix, rel); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil // nothing under a prefix that does not exist
 		}
@@ -325,6 +330,13 @@ func (s *FileStore) List(ctx context.Context, prefix string, fn func(Info) error
 			return nil
 		}
 		fi, err := fs.Stat(fsys, name) // follows links inside the root only
+		if err != nil && d.Type()&fs.ModeSymlink != 0 {
+			// An absolute link target, which os.Root refuses: resolve
+			// it as open does.
+			if resolved, lerr := s.checkLinks(full, name); lerr == nil {
+				fi, err = fs.Stat(fsys, resolved)
+			}
+		}
 		if err != nil || !fi.Mode().IsRegular() {
 			return nil
 		}
