@@ -143,8 +143,10 @@ func TestConcurrentRewritesNeverMix(t *testing.T) {
 		for j := range d {
 			d[j] = byte(i*131 + j*7 + j/tPage)
 		}
-		info := c.mem.Put(uri, d)
+		// Publish and record under one lock: a reader may see the new
+		// version as soon as Put publishes it, and looks it up after.
 		mu.Lock()
+		info := c.mem.Put(uri, d)
 		versions[info.Version] = d
 		mu.Unlock()
 	}
