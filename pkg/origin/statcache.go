@@ -109,8 +109,11 @@ func NewStatCache(store Store, cfg StatCacheConfig) (*StatCache, error) {
 }
 
 // gen is the invalidation counter of uri's stripe.
-func (c *StatCache) gen(uri string) *atomic.Uint64 {
-	return &c.gens[maphash.String(c.seed, uri)%uint64(len(c.gens))]
+func (c *StatCache) gen(uri string) *atomic.Uint64 { return &c.gens[c.stripe(uri)] }
+
+// stripe is the index of uri's stripe in gens.
+func (c *StatCache) stripe(uri string) int {
+	return int(maphash.String(c.seed, uri) % uint64(len(c.gens)))
 }
 
 // Stat implements Store.
@@ -193,10 +196,16 @@ func (c *StatCache) ReadAt(ctx context.Context, uri, version string, p []byte, o
 	return n, err
 }
 
-// List implements Store.
+// List implements Store. It caches each entry listed unless its URI's
+// stripe was invalidated after the listing began (the store may have read
+// that entry before the invalidation).
 func (c *StatCache) List(ctx context.Context, prefix string, fn func(Info) error) error {
+	var start [len(c.gens)]uint64
+	for i := range c.gens {
+		start[i] = c.gens[i].Load()
+	}
 	return c.store.List(ctx, prefix, func(info Info) error {
-		c.put(info.URI, info)
+		c.putIf(info.URI, info, start[c.stripe(info.URI)])
 		return fn(info)
 	})
 }

@@ -113,6 +113,42 @@ func TestStatCacheErrorsNotCachedAndListFills(t *testing.T) {
 	}
 }
 
+// TestStatCacheListAfterInvalidate: a listing that began before an object
+// changed and was invalidated does not cache the old answer it still
+// delivers (the store read it before the change); the next Stat asks the
+// store and sees the new version. Before, List cached every entry under
+// the generation current when it arrived, so the old answer stayed for a
+// TTL.
+func TestStatCacheListAfterInvalidate(t *testing.T) {
+	mem := origintest.NewMemStore()
+	c, _ := origin.NewStatCache(mem, origin.StatCacheConfig{TTL: time.Hour})
+	ctx := context.Background()
+	mem.Put("mem://dir/1", []byte("1"))
+	mem.Put("mem://dir/2", []byte("2"))
+	var listed origin.Info
+	err := c.List(ctx, "mem://dir/", func(info origin.Info) error {
+		if info.URI == "mem://dir/1" {
+			// The store has read both entries (MemStore lists a
+			// snapshot); dir/2 changes now, and the caller invalidates it.
+			mem.Put("mem://dir/2", []byte("2, rewritten"))
+			c.Invalidate("mem://dir/2")
+		} else {
+			listed = info
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Stat(ctx, "mem://dir/2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Version == listed.Version || info.Size != int64(len("2, rewritten")) {
+		t.Fatalf("Stat after the listing: version %q size %d, want the rewritten object (the listing delivered version %q)", info.Version, info.Size, listed.Version)
+	}
+}
+
 func TestStatCacheBounded(t *testing.T) {
 	mem := origintest.NewMemStore()
 	c, _ := origin.NewStatCache(mem, origin.StatCacheConfig{MaxEntries: 10})
