@@ -3,6 +3,7 @@ package membership
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"time"
 
@@ -239,6 +240,9 @@ type validated struct {
 func (c Config) withDefaults() (validated, error) {
 	v := validated{Config: c}
 	v.Meta = c.Meta.withDefaults()
+	for v.Meta.Boot == 0 {
+		v.Meta.Boot = rand.Uint64() // this process's start (NodeMeta.Boot)
+	}
 	if err := v.Meta.Validate(); err != nil {
 		return v, err
 	}

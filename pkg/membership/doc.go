@@ -8,13 +8,15 @@
 // Every process in the gossip is a member and announces a NodeMeta: its id
 // (also the memberlist node name), rack, gRPC and HTTP addresses, executor
 // slots, cache capacity, state (alive or draining), block size,
-// replication, page size, protocol version and role. The metadata travels
-// in memberlist's node metadata, in a compact versioned encoding
-// (NodeMeta.MarshalBinary): about 80 bytes typically, 445 with every field
-// at its length limit, within memberlist's 512. Decoders skip fields they do
-// not know, so later releases can add fields (Replication was added that
-// way: a member of an earlier release announces none, and is not checked
-// on it).
+// replication, page size, protocol version, role and boot (a random number
+// drawn when the process starts, so that a restart quicker than the failure
+// detector is still seen). The metadata travels in memberlist's node
+// metadata, in a compact versioned encoding (NodeMeta.MarshalBinary): about
+// 85 bytes typically, 457 with every field at its length limit, within
+// memberlist's 512. Decoders skip fields they do not know, so later
+// releases can add fields (Replication and Boot were added that way: a
+// member of an earlier release announces neither, and is not checked on
+// them).
 //
 // Roles: cache nodes own ranges of the ring. Observers (the scheduler,
 // locusctl) join the gossip to watch it and own nothing; an observer may

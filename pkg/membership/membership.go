@@ -265,6 +265,8 @@ func (m *Membership) UpdateMeta(ctx context.Context, update func(*NodeMeta)) err
 		return fmt.Errorf("%w: Replication %d -> %d", ErrImmutableField, old.Replication, meta.Replication)
 	case meta.ProtocolVersion != old.ProtocolVersion:
 		return fmt.Errorf("%w: ProtocolVersion %d -> %d", ErrImmutableField, old.ProtocolVersion, meta.ProtocolVersion)
+	case meta.Boot != old.Boot:
+		return fmt.Errorf("%w: Boot %d -> %d", ErrImmutableField, old.Boot, meta.Boot)
 	}
 	enc, err := meta.MarshalBinary()
 	if err != nil {

@@ -87,8 +87,13 @@ func TestConvergeOnOneEpochAndRing(t *testing.T) {
 	if !ok {
 		t.Fatal("member c missing")
 	}
-	if mem.NodeMeta != withDefaults(metas[2]) {
-		t.Errorf("member c: got %+v, want %+v", mem.NodeMeta, withDefaults(metas[2]))
+	wantC := withDefaults(metas[2])
+	wantC.Boot = ms[2].LocalMeta().Boot // drawn by New
+	if wantC.Boot == 0 {
+		t.Error("New drew no Boot for c")
+	}
+	if mem.NodeMeta != wantC {
+		t.Errorf("member c: got %+v, wantC %+v", mem.NodeMeta, wantC)
 	}
 	if mem.GossipAddr != ms[2].GossipAddr() {
 		t.Errorf("member c gossip address %q, want %q", mem.GossipAddr, ms[2].GossipAddr())
@@ -355,6 +360,7 @@ func TestUpdateMeta(t *testing.T) {
 		{"block size", func(m *membership.NodeMeta) { m.BlockSize = 1 << 20 }, membership.ErrImmutableField},
 		{"replication", func(m *membership.NodeMeta) { m.Replication = 3 }, membership.ErrImmutableField},
 		{"protocol", func(m *membership.NodeMeta) { m.ProtocolVersion = 7 }, membership.ErrImmutableField},
+		{"boot", func(m *membership.NodeMeta) { m.Boot++ }, membership.ErrImmutableField},
 		{"negative slots", func(m *membership.NodeMeta) { m.Slots = -1 }, membership.ErrInvalidMeta},
 		{"unknown state", func(m *membership.NodeMeta) { m.State = "gone" }, membership.ErrInvalidMeta},
 		{"bad grpc addr", func(m *membership.NodeMeta) { m.GRPCAddr = "7070" }, membership.ErrBadAddress},

@@ -108,6 +108,13 @@ type NodeMeta struct {
 	// every member.
 	ProtocolVersion uint32 `json:"protocol_version"`
 	Role            Role   `json:"role"` // cache or observer
+	// Boot is a random number a member draws when its process starts (New
+	// draws it when the Config leaves it 0; UpdateMeta keeps it). A member
+	// whose Boot changes under the same ID has restarted, although the
+	// gossip may never have seen it die (a restart quicker than the
+	// failure detector): the scheduler then reports its running tasks
+	// lost. 0: unknown (a release that did not announce it).
+	Boot uint64 `json:"boot,omitempty"`
 }
 
 // IsObserver reports whether m is an observer (it owns no ring ranges).
@@ -289,7 +296,8 @@ const (
 	tagProtocolVersion = 10
 	tagRole            = 11
 	tagReplication     = 12 // added after the first release: old decoders skip it
-	maxKnownTag        = 12
+	tagBoot            = 13 // added later still, the same way
+	maxKnownTag        = 13
 )
 
 // MarshalBinary encodes m in the compact wire format memberlist carries as
@@ -334,6 +342,7 @@ func (m NodeMeta) MarshalBinary() ([]byte, error) {
 		b = append(b, tagRole, 1, 1)
 	}
 	putUint(tagReplication, uint64(m.Replication), false)
+	putUint(tagBoot, m.Boot, false)
 	if len(b) > memberlist.MetaMaxSize {
 		// Unreachable with the field limits above; kept as a guard.
 		return nil, fmt.Errorf("%w: node %q: encoded metadata is %d bytes, memberlist allows %d", ErrInvalidMeta, m.ID, len(b), memberlist.MetaMaxSize)
@@ -429,6 +438,8 @@ func (m *NodeMeta) UnmarshalBinary(b []byte) error {
 			var v uint64
 			v, err = decodeUint(val, MaxReplication)
 			out.Replication = int(v)
+		case tagBoot:
+			out.Boot, err = decodeUint(val, math.MaxUint64)
 		}
 		if err != nil {
 			return fmt.Errorf("%w: field %d: %v", ErrCorruptMeta, tag, err)

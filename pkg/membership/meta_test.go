@@ -45,6 +45,7 @@ func maxMeta() NodeMeta {
 		PageSize:        1 << 62,
 		ProtocolVersion: 1<<32 - 1,
 		Role:            RoleCache,
+		Boot:            1<<64 - 1,
 	}
 }
 
@@ -322,6 +323,29 @@ func TestMetaDecodeSkipsUnknownFields(t *testing.T) {
 	}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+// TestMetaBootIsBackwardCompatible: Boot travels as a field appended after
+// all the others, so an earlier release skips it and reads the rest
+// unchanged, and an earlier release's metadata decodes with Boot 0 (no
+// restart is ever inferred from it).
+func TestMetaBootIsBackwardCompatible(t *testing.T) {
+	without := fullMeta()
+	with := without
+	with.Boot = 0x1234_5678_9abc_def0
+	old := must(without.MarshalBinary())
+	cur := must(with.MarshalBinary())
+	if want := append(append([]byte(nil), old...), field(tagBoot, uv(with.Boot))...); !bytes.Equal(cur, want) {
+		t.Errorf("encoding with boot:\n got % x\nwant % x (the earlier encoding plus one field)", cur, want)
+	}
+	var got NodeMeta
+	if err := got.UnmarshalBinary(cur); err != nil || got != with {
+		t.Errorf("round trip: %+v, %v; want %+v", got, err, with)
+	}
+	got = NodeMeta{}
+	if err := got.UnmarshalBinary(old); err != nil || got.Boot != 0 {
+		t.Errorf("an earlier release's metadata: Boot %d, %v; want 0", got.Boot, err)
 	}
 }
 

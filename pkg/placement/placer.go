@@ -33,6 +33,9 @@ type Placer struct {
 	// for one job).
 	lastJob *jobState
 	idle    jobList // jobs with no queued or running task, oldest idle first
+	// forgotten names the jobs forgotten under Config.MaxJobs since the
+	// last TakeForgotten (at most MaxJobs of them: older names go first).
+	forgotten []string
 
 	global Counters
 	exact  bool // the jobs' counters sum to global (no job forgotten, nothing imported)
@@ -518,6 +521,10 @@ func (p *Placer) job(name string) *jobState {
 			p.lastJob = nil
 		}
 		p.exact = false
+		if len(p.forgotten) >= p.cfg.MaxJobs {
+			p.forgotten = append(p.forgotten[:0], p.forgotten[1:]...)
+		}
+		p.forgotten = append(p.forgotten, old.name)
 	}
 	p.jobSeq++
 	j := &jobState{name: name, num: p.jobSeq}
@@ -525,6 +532,18 @@ func (p *Placer) job(name string) *jobState {
 	p.idle.push(j)
 	p.lastJob = j
 	return j
+}
+
+// TakeForgotten appends to dst the names of the jobs forgotten under
+// Config.MaxJobs since its last call (at most MaxJobs, the latest) and
+// returns it. A caller that keeps per-job counters elsewhere (the
+// scheduler persists them in etcd) deletes theirs: Counters of a forgotten
+// job is ErrUnknownJob.
+func (p *Placer) TakeForgotten(dst []string) []string {
+	dst = append(dst, p.forgotten...)
+	clear(p.forgotten)
+	p.forgotten = p.forgotten[:0]
+	return dst
 }
 
 func (p *Placer) activate(j *jobState) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -192,6 +193,31 @@ func TestJobsForgottenWhenIdle(t *testing.T) {
 	}
 	if err := p.Verify(); err != nil {
 		t.Error(err)
+	}
+	// The forgotten jobs are reported once, in the order forgotten.
+	if got := p.TakeForgotten(nil); !slices.Equal(got, []string{"d", "b"}) {
+		t.Errorf("TakeForgotten = %q, want [d b]", got)
+	}
+	if got := p.TakeForgotten(nil); len(got) != 0 {
+		t.Errorf("TakeForgotten again = %q, want none", got)
+	}
+}
+
+// TestForgottenJobsBounded: a caller that never takes the forgotten jobs
+// costs at most MaxJobs names, the latest.
+func TestForgottenJobsBounded(t *testing.T) {
+	p := newPlacer(t, placement.Config{MaxJobs: 2}, placement.Node{ID: "n1", Slots: 10})
+	for i := range 10 {
+		job := fmt.Sprint("j", i)
+		if _, _, err := p.Submit(placement.Task{Job: job, ID: "t", Prefer: []string{"n1"}}, t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Complete(job, "t", placement.Outcome{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.TakeForgotten(nil); !slices.Equal(got, []string{"j6", "j7"}) {
+		t.Errorf("TakeForgotten = %q, want the latest 2 forgotten, [j6 j7]", got)
 	}
 }
 

@@ -89,6 +89,11 @@ func (s *Scheduler) start(ctx context.Context) (err error) {
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	go func() { <-s.stop; cancel() }()
+	// The first View is applied before the membership loop starts, which
+	// then applies every newer one: a View read here and applied after
+	// the loop had applied a newer one would stay (the loop waits for a
+	// View other than its own last), placing on nodes that have left.
+	s.applyView(s.mem.View())
 	s.wg.Add(2)
 	go s.timerLoop()
 	go s.membershipLoop(runCtx)
@@ -111,9 +116,7 @@ func (s *Scheduler) start(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		// Apply the first View before placing.
-		s.applyView(s.mem.View())
-		if err := s.install(p); err != nil {
+		if err := s.install(p); err != nil { // with the View applied last
 			return err
 		}
 	} else {

@@ -73,7 +73,7 @@ var (
 	descCompleted = prometheus.NewDesc("locus_tasks_completed_total",
 		"Tasks that reported completion, by the locality they were placed with.", []string{"locality"}, nil)
 	descLost = prometheus.NewDesc("locus_tasks_lost_total",
-		"Running tasks lost (their node died or left, their placement could not be delivered, or they were running at a leader failover), by locality.", []string{"locality"}, nil)
+		"Running tasks lost (their node died, left or restarted, their placement could not be delivered, or they were running at a leader failover), by locality.", []string{"locality"}, nil)
 	descRunning = prometheus.NewDesc("locus_tasks_running",
 		"Tasks placed and not yet completed or lost, by locality.", []string{"locality"}, nil)
 	descQueued = prometheus.NewDesc("locus_tasks_queued",

@@ -91,6 +91,13 @@ type Scheduler struct {
 	// flush, and the change sequence number.
 	dirty       map[string]struct{}
 	dirtyGlobal bool
+	// boots is each cache member's NodeMeta.Boot in the View applied
+	// last: a change is a restart (noteBootsLocked).
+	boots map[string]uint64
+	// forgotScratch is markDirtyLocked's buffer for the placer's
+	// forgotten jobs (drained in every mode, so that the placer's list
+	// stays short).
+	forgotScratch []string
 
 	seq  atomic.Uint64 // counter-change sequence; written under mu
 	kick chan struct{} // wakes the timer goroutine
@@ -985,10 +992,20 @@ func (s *Scheduler) failWaitersLocked(err error) {
 	}
 }
 
-// markDirtyLocked notes that a job's counters changed (for persistence).
+// markDirtyLocked notes that a job's counters changed (for persistence),
+// and so did those of the jobs the placer has forgotten since (under
+// placement's MaxJobs: the flush deletes their keys).
 func (s *Scheduler) markDirtyLocked(job string) {
+	var forgotten []string
+	if s.p != nil {
+		forgotten = s.p.TakeForgotten(s.forgotScratch[:0])
+		s.forgotScratch = forgotten[:0]
+	}
 	if s.ha == nil {
 		return
+	}
+	for _, f := range forgotten {
+		s.dirty[f] = struct{}{}
 	}
 	s.dirty[job] = struct{}{}
 	s.dirtyGlobal = true
@@ -1091,7 +1108,8 @@ func nodesOf(v *membership.View) ([]placement.Node, int) {
 }
 
 // applyView applies a View: node addresses for answers, then the placer's
-// nodes; running tasks of nodes that died or left are reported lost.
+// nodes; running tasks of nodes that died, left or restarted (a new Boot)
+// are reported lost.
 func (s *Scheduler) applyView(v *membership.View) {
 	info := make(map[string]membership.Member, len(v.Members))
 	for id, m := range *s.info.Load() {
@@ -1114,10 +1132,23 @@ func (s *Scheduler) applyView(v *membership.View) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.applied, s.aliveSlots = v, alive
+	restarted := s.noteBootsLocked(v)
 	if s.p == nil {
 		return
 	}
 	now := time.Now()
+	if len(restarted) > 0 {
+		// A node that restarted faster than the failure detector saw it
+		// die: its tasks died with the old process. Remove it (they are
+		// lost), then add it back as the new process.
+		kept := slices.DeleteFunc(slices.Clone(nodes), func(n placement.Node) bool { return restarted[n.ID] })
+		lost, err := s.p.SetNodes(kept, now)
+		if err != nil {
+			s.log.Error("scheduler: cannot apply the membership", "err", err)
+			return
+		}
+		s.recordLostLocked(lost, "node restarted", now)
+	}
 	lost, err := s.p.SetNodes(nodes, now)
 	if err != nil {
 		s.log.Error("scheduler: cannot apply the membership", "err", err)
@@ -1125,6 +1156,29 @@ func (s *Scheduler) applyView(v *membership.View) {
 	}
 	s.recordLostLocked(lost, "node died or left", now)
 	s.settleLocked(now)
+}
+
+// noteBootsLocked records each cache member's Boot and returns the members
+// whose Boot changed since the last View (restarted under the same id; a
+// Boot of 0, from a release that does not announce it, is never a change).
+// Members that left are forgotten with their Boot. Caller holds s.mu.
+func (s *Scheduler) noteBootsLocked(v *membership.View) map[string]bool {
+	var restarted map[string]bool
+	boots := make(map[string]uint64, len(v.Members))
+	for _, m := range v.Members {
+		if m.IsObserver() {
+			continue
+		}
+		boots[m.ID] = m.Boot
+		if old := s.boots[m.ID]; old != 0 && m.Boot != 0 && old != m.Boot {
+			if restarted == nil {
+				restarted = make(map[string]bool)
+			}
+			restarted[m.ID] = true
+		}
+	}
+	s.boots = boots
+	return restarted
 }
 
 // install makes p the placement state (this scheduler starts placing).
