@@ -82,15 +82,22 @@ func (c *Client) read(ctx context.Context, nodeAddr string, req readpath.Request
 		size = -1
 	}
 	if req.ExpectedVersion == "" && c.cfg.Origin != nil {
-		st, err := c.Stat(ctx, nodeAddr, req.URI)
+		st, err := c.stat(ctx, nodeAddr, req.URI, false)
 		if err != nil {
 			return readpath.Summary{}, err
 		}
 		req.ExpectedVersion, size = st.Version, st.Size
+		if st.FromOrigin {
+			// The node failed the pinning Stat: read from the origin at
+			// once (one node failure, one fallback).
+			c.stats.nodeFailures.Add(1)
+			c.stats.fallbacks.Add(1)
+			return c.fallback(ctx, req, size, req.Offset, w)
+		}
 	}
 
 	pos := req.Offset // first byte not yet written to w
-	sum, err := c.streamRange(ctx, nodeAddr, req, w, &pos)
+	sum, err := c.streamRange(ctx, nodeAddr, req, size, w, &pos)
 	if err == nil {
 		return sum, nil
 	}
@@ -148,9 +155,10 @@ func (e *writeError) Error() string { return "client: writing the read's bytes: 
 func (e *writeError) Unwrap() error { return e.err }
 
 // streamRange runs one ReadRange stream, writing each chunk to w and
-// advancing *pos past the bytes written. It checks every chunk's offset,
+// advancing *pos past the bytes written; size is the object's size if the
+// read is pinned to a version whose size is known, else -1. It checks every chunk's offset,
 // so a confused node cannot make it write a byte twice or out of place.
-func (c *Client) streamRange(ctx context.Context, addr string, req readpath.Request, w io.Writer, pos *int64) (readpath.Summary, error) {
+func (c *Client) streamRange(ctx context.Context, addr string, req readpath.Request, size int64, w io.Writer, pos *int64) (readpath.Summary, error) {
 	svc, err := c.service(addr)
 	if err != nil {
 		return readpath.Summary{}, err
@@ -205,9 +213,12 @@ func (c *Client) streamRange(ctx context.Context, addr string, req readpath.Requ
 				return readpath.Summary{}, &wrongVersionError{fmt.Errorf("%w: %w: node %s served version %q, the read asked for %q",
 					ErrProtocol, origin.ErrVersionChanged, addr, sum.Version, req.ExpectedVersion)}
 			}
-			if *pos < end && sum.ObjectSize > *pos {
-				return readpath.Summary{}, fmt.Errorf("%w: stream stopped at %d, before the end of the range (%d) and of the object (%d)",
-					ErrProtocol, *pos, end, sum.ObjectSize)
+			// A stream may stop before the range's end only where the
+			// object ends, and the object's size is known when the read
+			// is pinned (size >= 0; -1 otherwise).
+			if *pos < end && (sum.ObjectSize != *pos || (size >= 0 && size != *pos)) {
+				return readpath.Summary{}, fmt.Errorf("%w: stream stopped at %d, before the end of the range (%d), and the object is %d bytes (the node says %d)",
+					ErrProtocol, *pos, end, size, sum.ObjectSize)
 			}
 			return sum, nil
 		default:
@@ -323,6 +334,12 @@ type ObjectInfo struct {
 // readpath.ErrInvalidRequest (a malformed URI), origin.ErrAccessDenied,
 // ErrNodeUnavailable, the origin's errors, or a context error.
 func (c *Client) Stat(ctx context.Context, nodeAddr, uri string) (ObjectInfo, error) {
+	return c.stat(ctx, nodeAddr, uri, true)
+}
+
+// stat is Stat; count says whether a node failure and the origin's answer
+// count in Stats (a read that pins its version counts them itself, once).
+func (c *Client) stat(ctx context.Context, nodeAddr, uri string, count bool) (ObjectInfo, error) {
 	if uri == "" || nodeAddr == "" {
 		return ObjectInfo{}, fmt.Errorf("%w: empty uri or node address", readpath.ErrInvalidRequest)
 	}
@@ -338,11 +355,15 @@ func (c *Client) Stat(ctx context.Context, nodeAddr, uri string) (ObjectInfo, er
 	if definitive(err) || errors.Is(err, ErrClosed) {
 		return ObjectInfo{}, err
 	}
-	c.stats.nodeFailures.Add(1)
+	if count {
+		c.stats.nodeFailures.Add(1)
+	}
 	if c.cfg.Origin == nil {
 		return ObjectInfo{}, unavailable(nodeAddr, err)
 	}
-	c.stats.fallbacks.Add(1)
+	if count {
+		c.stats.fallbacks.Add(1)
+	}
 	c.cfg.Logger.Warn("client: node failed, asking the origin", "node", nodeAddr, "uri", uri, "err", err)
 	// The node may have used up its StatTimeout: the origin gets its own.
 	octx, ocancel := context.WithTimeout(ctx, c.cfg.StatTimeout)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -250,8 +251,8 @@ func buildFooter(meta *metadata.FileMetaData, size int64, metaLen int) (*Footer,
 	for i := 0; i < meta.NumRowGroups(); i++ {
 		rgm := meta.RowGroup(i)
 		rg := RowGroup{Index: i, NumRows: rgm.NumRows()}
-		if rg.NumRows < 0 {
-			return nil, fmt.Errorf("%w: row group %d has %d rows", ErrCorrupt, i, rg.NumRows)
+		if rg.NumRows < 0 || rg.NumRows > math.MaxInt64-sumRows {
+			return nil, fmt.Errorf("%w: row group %d has %d rows (after %d)", ErrCorrupt, i, rg.NumRows, sumRows)
 		}
 		sumRows += rg.NumRows
 		if rgm.NumColumns() != ncols {
@@ -275,6 +276,12 @@ func buildFooter(meta *metadata.FileMetaData, size int64, metaLen int) (*Footer,
 			if pad > 0 && start >= 0 && length >= 0 && start <= size-length {
 				length += min(pad, size-(start+length))
 				limit = size
+			}
+			if rg.NumRows == 0 && cc.NumValues() == 0 && start < int64(len(magic)) {
+				// An empty row group (arrow-go writes one for a table of no
+				// rows): its chunks hold nothing and point at byte 0.
+				// Nothing to read: it spans no bytes.
+				start, length = int64(len(magic)), 0
 			}
 			if start < int64(len(magic)) || length < 0 || start > limit-length {
 				return nil, fmt.Errorf("%w: row group %d column %q claims bytes [%d, %d+%d), outside the data area [4, %d) of the %d-byte object",

@@ -76,12 +76,17 @@ func ListParquet(ctx context.Context, store origin.Store, prefix string, opts Li
 	})
 }
 
-// hidden reports whether a path component of uri below the prefix's
-// directory starts with "_" or ".".
+// hidden reports whether a path component of uri below the prefix starts
+// with "_" or ".". A component the prefix names in part (prefix
+// ".../_stag" and uri ".../_staging/a.parquet") is the operator's choice,
+// not hidden.
 func hidden(prefix, uri string) bool {
-	dir := prefix[:strings.LastIndex(prefix, "/")+1]
-	rest := strings.TrimPrefix(uri, dir)
-	for _, part := range strings.Split(rest, "/") {
+	rest, ok := strings.CutPrefix(uri, prefix)
+	parts := strings.Split(rest, "/") // not under the prefix (another spelling): every component
+	if ok && !strings.HasSuffix(prefix, "/") {
+		parts = parts[1:] // the rest of the component the prefix ends in
+	}
+	for _, part := range parts {
 		if strings.HasPrefix(part, "_") || strings.HasPrefix(part, ".") {
 			return true
 		}
