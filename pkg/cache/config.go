@@ -274,7 +274,8 @@ func physicalMemory() int64 {
 }
 
 // MinDiskCapacity is the least CapacityBytes (and SlabSize) of a disk cache
-// of pageSize-byte pages: one page, its header and a slab's superblock.
+// of pageSize-byte pages: one page, its header and a slab's superblock, in
+// whole 4 KiB blocks.
 func MinDiskCapacity(pageSize int) int64 {
-	return superSize + roundUp(headerSize, 4096) + int64(slotSizeFor(pageSize))
+	return roundUp(superSize+roundUp(headerSize, 4096)+int64(slotSizeFor(pageSize)), 4096)
 }

@@ -27,7 +27,10 @@
 // View, one copy with Get). Pages are written with pwrite, never through
 // the mapping, so a full disk is an error, not a SIGBUS. Slab files are
 // preallocated with fallocate to exactly Config.CapacityBytes or less,
-// headers and superblocks included: the cache never grows on disk.
+// headers and superblocks included, each file a whole number of 4 KiB
+// blocks (the unit the file system allocates), and a restart with a
+// smaller capacity removes the surplus slab files before it preallocates:
+// the cache never grows on disk.
 //
 // With Config.MemoryBytes as well, a RAM tier keeps copies of the hottest
 // disk pages: a page read twice since it was written is copied in, and a

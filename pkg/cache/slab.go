@@ -127,10 +127,13 @@ func slotSizeFor(pageSize int) int {
 func roundUp(n, a int64) int64 { return (n + a - 1) / a * a }
 
 // geometryFor returns the largest layout with at most budget bytes, or
-// nslots 0 when not even one slot fits.
+// nslots 0 when not even one slot fits. The file's size is a whole number
+// of 4 KiB blocks: the file system allocates whole blocks, so a shorter
+// file would take more of the disk than its length (pages under 4 KiB
+// have 512-byte slots).
 func geometryFor(budget int64, pageSize int) slabGeometry {
 	ss := slotSizeFor(pageSize)
-	size := func(n int64) int64 { return superSize + roundUp(n*headerSize, 4096) + n*int64(ss) }
+	size := func(n int64) int64 { return roundUp(superSize+roundUp(n*headerSize, 4096)+n*int64(ss), 4096) }
 	n := (budget - superSize) / int64(headerSize+ss)
 	for n > 0 && size(n) > budget {
 		n--

@@ -168,6 +168,17 @@ func openDir(dir string) (*os.File, error) {
 	return lock, nil
 }
 
+// removeSlabsFrom removes dir's slab files numbered from first on.
+func removeSlabsFrom(dir string, first int) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		var k int
+		if _, err := fmt.Sscanf(e.Name(), "slab-%06d.lcs", &k); err == nil && strings.HasSuffix(e.Name(), ".lcs") && k >= first {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
 // isNoSpace says whether err is a full disk or quota (of blocks or inodes).
 func isNoSpace(err error) bool {
 	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)
@@ -214,6 +225,10 @@ func openDiskStore(dir string, capacity, slabSize int64, pageSize int, hk *hooks
 			opened.close()
 		}
 	}()
+	// Slab files past the new count go first: preallocating the new ones
+	// beside them would hold more than either capacity on disk for a
+	// moment, and slabsThatFit counts their space as free.
+	removeSlabsFrom(dir, len(geos))
 	if fit, free, reserve, ok := slabsThatFit(dir, geos); ok && fit < len(geos) {
 		degraded = fmt.Sprintf("disk full: %s free in %s besides the cache's own slab files (keeping %s free for the rest of the machine): caching on %d of %d slabs",
 			units.HumanBytes(free), dir, units.HumanBytes(reserve), fit, len(geos))
@@ -236,13 +251,7 @@ func openDiskStore(dir string, capacity, slabSize int64, pageSize int, hk *hooks
 	}
 	// Slab files past the ones in use (a smaller capacity, or those that did
 	// not fit) are removed so the directory holds at most capacity bytes.
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		var k int
-		if _, err := fmt.Sscanf(e.Name(), "slab-%06d.lcs", &k); err == nil && strings.HasSuffix(e.Name(), ".lcs") && k >= len(s.slabs) {
-			os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
+	removeSlabsFrom(dir, len(s.slabs))
 	return s, degraded, nil
 }
 

@@ -136,11 +136,13 @@ func TestGeometry(t *testing.T) {
 			}
 			continue
 		}
+		// The file is whole 4 KiB blocks (the blocks the file system
+		// allocates stay within the budget too).
 		if g.fileSize > budget || g.dataOff < g.hdrOff+int64(g.nslots)*headerSize || g.slotSize < ps ||
-			g.fileSize != g.dataOff+int64(g.nslots)*int64(g.slotSize) {
+			g.fileSize != roundUp(g.dataOff+int64(g.nslots)*int64(g.slotSize), 4096) {
 			t.Fatalf("budget %d ps %d: bad layout %+v", budget, ps, g)
 		}
-		more := superSize + roundUp(int64(g.nslots+1)*headerSize, 4096) + int64(g.nslots+1)*int64(g.slotSize)
+		more := roundUp(superSize+roundUp(int64(g.nslots+1)*headerSize, 4096)+int64(g.nslots+1)*int64(g.slotSize), 4096)
 		if more <= budget {
 			t.Fatalf("budget %d ps %d: %d slots, but %d fit", budget, ps, g.nslots, g.nslots+1)
 		}

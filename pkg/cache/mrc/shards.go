@@ -150,7 +150,8 @@ func (e *Estimator) Access(key uint64) {
 // distinct keys), so a caller that calls Skip first takes its lock for
 // few accesses.
 func (e *Estimator) Skip(key uint64) bool {
-	if e.hash(key) < e.threshold.Load() {
+	// A threshold of MaxUint64 is rate 1: every key, the top hash too.
+	if t := e.threshold.Load(); e.hash(key) < t || t == math.MaxUint64 {
 		return false
 	}
 	e.accesses.Add(1)
@@ -186,7 +187,7 @@ func (e *Estimator) sample(h uint64) {
 func (e *Estimator) shrink() {
 	top := e.heapPop()
 	oldRate := e.Rate()
-	e.threshold.Store(top)
+	e.threshold.Store(min(top, math.MaxUint64-1)) // MaxUint64 would mean every key
 	if t, ok := e.last[top]; ok {
 		e.tree.add(t, -1)
 		delete(e.last, top)
@@ -233,7 +234,7 @@ func (e *Estimator) HitRatio(size int) float64 {
 	total := float64(e.accesses.Load())
 	rate := e.Rate()
 	adj := total - e.sampled/rate // expected minus counted, at full scale
-	hits := e.hitsBelow(float64(size)) / rate
+	hits := e.hitsBelow(float64(size), 1/rate) / rate
 	if hits+adj < 0 {
 		adj = -hits
 	}
@@ -250,17 +251,27 @@ func (e *Estimator) Curve(sizes []int) []float64 {
 	return out
 }
 
-// hitsBelow sums the scaled accesses with distance < size, interpolating
-// linearly inside the bin that holds size.
-func (e *Estimator) hitsBelow(size float64) float64 {
+// hitsBelow sums the scaled accesses with distance < size. Distances are
+// multiples of unit (1/rate: whole keys at rate 1), so inside the bin that
+// holds size the bin's accesses are taken as spread evenly over the
+// multiples it covers: a bin narrower than unit holds one distance at most,
+// below size or not (a linear interpolation would count part of the bin of
+// distance size itself, as a hit). A bin that covers no multiple (its
+// counts moved there when the rate fell) is interpolated linearly.
+func (e *Estimator) hitsBelow(size, unit float64) float64 {
 	b := binOf(size)
 	var s float64
 	for i := 0; i < b; i++ {
 		s += e.hist[i]
 	}
 	lo, hi := binLow(b), binLow(b+1)
-	if hi > lo {
-		s += e.hist[b] * (size - lo) / (hi - lo)
+	first, end := math.Ceil(lo/unit), math.Ceil(hi/unit) // the multiples k*unit in [lo, hi): k in [first, end)
+	switch {
+	case end > first:
+		below := min(math.Ceil(size/unit), end) - first // k*unit < size iff k < ceil(size/unit)
+		s += e.hist[b] * max(below, 0) / (end - first)
+	case hi > lo:
+		s += e.hist[b] * min(max((size-lo)/(hi-lo), 0), 1)
 	}
 	return s
 }
