@@ -88,6 +88,12 @@ func TestHelpAndFlagsExitCodes(t *testing.T) {
 		}
 	}
 	var out, errOut bytes.Buffer
+	// "locusctl help stat" is "locusctl stat --help" (it printed the
+	// top-level usage).
+	if rc := run([]string{"help", "stat"}, &out, &errOut); rc != 0 || !strings.Contains(errOut.String(), "Usage: locusctl stat") {
+		t.Errorf("help stat: exit %d, stderr %.80q", rc, errOut.String())
+	}
+	errOut.Reset()
 	if rc := run([]string{"nope"}, &out, &errOut); rc != 2 {
 		t.Errorf("unknown command: exit %d", rc)
 	}

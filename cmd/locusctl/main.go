@@ -44,6 +44,11 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "help" {
+		if _, ok := commands[args[1]]; ok {
+			return run([]string{args[1], "--help"}, stdout, stderr) // locusctl help stat
+		}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {

@@ -113,7 +113,9 @@ func Read(r io.Reader, format Format, name string) (*Trace, error) {
 		return nil, fmt.Errorf("%w %q (want keys, lirs or arc)", ErrFormat, format)
 	}
 	br := bufio.NewReaderSize(r, 1<<16)
+	gz := false
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		gz = true
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("cannot read gzip trace %q: %w", name, err)
@@ -139,6 +141,9 @@ func Read(r io.Reader, format Format, name string) (*Trace, error) {
 			return nil, fmt.Errorf("%s:%d: %w: line longer than %d bytes", name, lineNo, ErrMalformed, br.Size())
 		}
 		if err != nil && err != io.EOF {
+			if gz {
+				return nil, fmt.Errorf("cannot read trace %q at line %d: its gzip data is truncated, corrupt or followed by bytes that are not gzip (%w)", name, lineNo, err)
+			}
 			return nil, fmt.Errorf("cannot read trace %q at line %d: %w", name, lineNo, err)
 		}
 		if perr := parse(bytes.TrimSpace(line), emit); perr != nil {
