@@ -150,7 +150,7 @@ func run(args []string, lookup func(string) (string, bool), stderr io.Writer) in
 	defer stop()
 	if err := serve(ctx, s, o.shutdownTimeout, d.Log); err != nil {
 		code := daemonmain.ExitFailure
-		if errors.Is(err, membership.ErrKeyLength) || errors.Is(err, membership.ErrInvalidConfig) {
+		if errors.Is(err, membership.ErrKeyLength) || errors.Is(err, membership.ErrInvalidConfig) || errors.Is(err, membership.ErrBadAddress) {
 			code = daemonmain.ExitUsage
 		}
 		return d.Fail(code, err)
@@ -195,6 +195,9 @@ func buildConfig(o options, log *slog.Logger) (scheduler.Config, error) {
 			Endpoints: o.etcdEndpoints, Prefix: o.etcdPrefix, SessionTTL: o.etcdSessionTTL,
 			DialTimeout: o.etcdDialTimeout, Username: o.etcdUser, Forward: o.forward,
 		},
+	}
+	if o.shutdownTimeout <= 0 {
+		return cfg, fmt.Errorf("--shutdown-timeout %v: want a duration > 0 (calls in flight and the final counter flush need time)", o.shutdownTimeout)
 	}
 	switch {
 	case o.localityWait == 0:

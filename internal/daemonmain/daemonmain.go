@@ -153,8 +153,11 @@ func oneLine(name string, err error) string {
 }
 
 // SignalContext returns a context that ends on the first SIGTERM or
-// SIGINT, the daemons' signal to shut down; stop releases the signals
-// (a second one then kills the process as usual).
+// SIGINT, the daemons' signal to shut down. The signals are released as
+// soon as it ends, so a second one kills the process as usual while the
+// daemon is still shutting down; stop releases them earlier.
 func SignalContext(parent context.Context) (ctx context.Context, stop context.CancelFunc) {
-	return signal.NotifyContext(parent, syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop = signal.NotifyContext(parent, syscall.SIGTERM, syscall.SIGINT)
+	context.AfterFunc(ctx, stop)
+	return ctx, stop
 }

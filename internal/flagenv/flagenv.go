@@ -16,8 +16,14 @@ func EnvName(name string) string {
 	return Prefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
+// CommandLineOnly names the flags no environment variable sets: --version
+// (LOCUS_VERSION is a common variable in container images, holding a
+// version string, and must not make a daemon print its version and exit).
+var CommandLineOnly = map[string]bool{"version": true}
+
 // Parse parses args into fs, then sets every flag that was not given on the
-// command line from its LOCUS_* environment variable, if set. lookup is
+// command line from its LOCUS_* environment variable, if set (the command
+// line wins; CommandLineOnly flags take no variable). lookup is
 // os.LookupEnv in production and a map in tests. An environment value the
 // flag cannot parse is an error naming the variable.
 func Parse(fs *flag.FlagSet, args []string, lookup func(string) (string, bool)) error {
@@ -31,7 +37,7 @@ func Parse(fs *flag.FlagSet, args []string, lookup func(string) (string, bool)) 
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if err != nil || given[f.Name] {
+		if err != nil || given[f.Name] || CommandLineOnly[f.Name] {
 			return
 		}
 		v, ok := lookup(EnvName(f.Name))
@@ -51,14 +57,18 @@ func Usage(fs *flag.FlagSet, summary string) func() {
 	return func() {
 		w := fs.Output()
 		fmt.Fprintln(w, strings.TrimSpace(summary))
-		fmt.Fprintln(w, "\nFlags (each can also be set by the environment variable shown):")
+		fmt.Fprintln(w, "\nFlags (each can also be set by the environment variable shown; the command line wins):")
 		fs.VisitAll(func(f *flag.Flag) {
 			name, usage := flag.UnquoteUsage(f)
 			fmt.Fprintf(w, "  --%s", f.Name)
 			if name != "" {
 				fmt.Fprintf(w, " %s", name)
 			}
-			fmt.Fprintf(w, "   [%s]\n", EnvName(f.Name))
+			if CommandLineOnly[f.Name] {
+				fmt.Fprintln(w)
+			} else {
+				fmt.Fprintf(w, "   [%s]\n", EnvName(f.Name))
+			}
 			fmt.Fprintf(w, "        %s", strings.ReplaceAll(usage, "\n", "\n        "))
 			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
 				fmt.Fprintf(w, " (default %s)", f.DefValue)

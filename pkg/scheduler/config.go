@@ -267,6 +267,8 @@ func (c *Config) validate() error {
 			ErrInvalidConfig, c.MaxBatchTasks, c.MaxBodyBytes, c.MaxBatchBodyBytes, c.LostLog)
 	case c.AuthToken != strings.TrimSpace(c.AuthToken):
 		return fmt.Errorf("%w: the auth token has leading or trailing white space", ErrInvalidConfig)
+	case strings.IndexFunc(c.AuthToken, notTokenChar) >= 0:
+		return fmt.Errorf("%w: the auth token has a character a bearer token cannot carry (a line break, a space?): want one line of letters, digits and -._~+/= (RFC 6750)", ErrInvalidConfig)
 	}
 	if c.Etcd.Enabled() {
 		switch {
@@ -319,4 +321,15 @@ func (s *Settings) wait(waitMS int64) time.Duration {
 		def = 0
 	}
 	return placement.WaitFromMillis(waitMS, def)
+}
+
+// notTokenChar reports whether r is outside RFC 6750's b64token alphabet
+// (letters, digits, "-._~+/" and trailing "="), the characters an
+// Authorization: Bearer header carries.
+func notTokenChar(r rune) bool {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		return false
+	}
+	return !strings.ContainsRune("-._~+/=", r)
 }

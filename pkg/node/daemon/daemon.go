@@ -177,7 +177,7 @@ func isUsage(err error) bool {
 		return true
 	}
 	for _, sentinel := range []error{errUsage, node.ErrInvalidConfig, cache.ErrInvalidConfig,
-		gateway.ErrInvalidConfig, membership.ErrInvalidConfig, membership.ErrKeyLength, membership.ErrBadAddress} {
+		gateway.ErrInvalidConfig, membership.ErrInvalidConfig, membership.ErrInvalidMeta, membership.ErrKeyLength, membership.ErrBadAddress} {
 		if errors.Is(err, sentinel) {
 			return true
 		}
@@ -215,6 +215,12 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	if o.pageSize > 1<<30 {
 		return usageErrorf("--page-size %s is too large: want at most %s", units.FormatBytes(o.pageSize), units.FormatBytes(cache.MaxPageSize))
+	}
+	if o.slots == 0 {
+		// node.Config reads 0 as its default; the flag's default is
+		// already that, so a 0 here is the operator's and must not be
+		// announced as another number.
+		return usageErrorf("--slots 0: want at least 1 executor slot (the scheduler places tasks only on nodes with slots)")
 	}
 	buckets, err := parseBuckets(o.gatewayBuckets)
 	if err != nil {
