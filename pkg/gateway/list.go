@@ -255,10 +255,11 @@ func (g *Gateway) listObjects(w http.ResponseWriter, r *http.Request, rid, bucke
 		return
 	}
 	entries := sel.sorted()
-	truncated := len(entries) > maxKeys
-	if truncated {
-		entries = entries[:maxKeys]
-	}
+	// max-keys=0 is an empty page that is not truncated (as S3 answers):
+	// a truncated page without a continuation token would have a client
+	// ask for the same page for ever.
+	truncated := maxKeys > 0 && len(entries) > maxKeys
+	entries = entries[:min(len(entries), maxKeys)]
 
 	enc := func(s string) string {
 		if !encURL {
