@@ -34,7 +34,8 @@ type Placer struct {
 	lastJob *jobState
 	idle    jobList // jobs with no queued or running task, oldest idle first
 	// forgotten names the jobs forgotten under Config.MaxJobs since the
-	// last TakeForgotten (at most MaxJobs of them: older names go first).
+	// last TakeForgotten (at most 2 x MaxJobs of them: older names go
+	// first).
 	forgotten []string
 
 	global Counters
@@ -521,8 +522,11 @@ func (p *Placer) job(name string) *jobState {
 			p.lastJob = nil
 		}
 		p.exact = false
-		if len(p.forgotten) >= p.cfg.MaxJobs {
-			p.forgotten = append(p.forgotten[:0], p.forgotten[1:]...)
+		if len(p.forgotten) >= 2*p.cfg.MaxJobs {
+			// Nobody takes them: keep the latest MaxJobs (halving at
+			// once keeps this O(1) per job, amortised, also through an
+			// Import of many more jobs than MaxJobs).
+			p.forgotten = append(p.forgotten[:0], p.forgotten[len(p.forgotten)-p.cfg.MaxJobs:]...)
 		}
 		p.forgotten = append(p.forgotten, old.name)
 	}
@@ -535,7 +539,7 @@ func (p *Placer) job(name string) *jobState {
 }
 
 // TakeForgotten appends to dst the names of the jobs forgotten under
-// Config.MaxJobs since its last call (at most MaxJobs, the latest) and
+// Config.MaxJobs since its last call (at most 2 x MaxJobs, the latest) and
 // returns it. A caller that keeps per-job counters elsewhere (the
 // scheduler persists them in etcd) deletes theirs: Counters of a forgotten
 // job is ErrUnknownJob.
