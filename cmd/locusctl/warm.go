@@ -618,7 +618,7 @@ func (w *warmer) warmReplicas(ctx context.Context, it warmItem) error {
 	var total readpath.Summary
 	var err error
 	for _, r := range it.reads {
-		s, rerr := w.cl.ReadRange(ctx, r.addr, it.split.URI, r.offset, r.length, io.Discard)
+		s, rerr := w.cl.Read(ctx, r.addr, w.pinned(it, r.offset, r.length), io.Discard)
 		addSummary(&total, s)
 		if rerr != nil {
 			err = fmt.Errorf("[%d, %d) through %s (%s): %w", r.offset, r.offset+r.length, r.node, r.addr, rerr)
@@ -637,13 +637,21 @@ func (w *warmer) warmReplicas(ctx context.Context, it warmItem) error {
 func (w *warmer) read(ctx context.Context, addr string, it warmItem) (readpath.Summary, error) {
 	var total readpath.Summary
 	for _, r := range it.ranges {
-		s, err := w.cl.ReadRange(ctx, addr, it.split.URI, r.Offset, r.Length, io.Discard)
+		s, err := w.cl.Read(ctx, addr, w.pinned(it, r.Offset, r.Length), io.Discard)
 		addSummary(&total, s)
 		if err != nil {
 			return total, fmt.Errorf("[%d, %d): %w", r.Offset, r.End(), err)
 		}
 	}
 	return total, nil
+}
+
+// pinned is the read of [off, off+length) of an item's object at the
+// version the plan read its footer at: if the object has changed since,
+// the read fails (origin.ErrVersionChanged) instead of caching the new
+// version's bytes at the old version's row-group offsets.
+func (w *warmer) pinned(it warmItem, off, length int64) readpath.Request {
+	return readpath.Request{URI: it.split.URI, Offset: off, Length: length, ExpectedVersion: w.plan.files[it.file].Version}
 }
 
 func addSummary(dst *readpath.Summary, s readpath.Summary) {

@@ -142,7 +142,19 @@ func (n *Node) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResul
 	return n.prefetch(ctx, req, false)
 }
 
+// prefetch runs prefetchOnce and, when the object changed under a stat
+// entry the node trusted (here, or on the owner it forwarded to: both
+// invalidate theirs on the way out), runs it once more from a fresh Stat,
+// as Read starts over.
 func (n *Node) prefetch(ctx context.Context, req PrefetchRequest, forwarded bool) (PrefetchResult, error) {
+	res, err := n.prefetchOnce(ctx, req, forwarded)
+	if isVersionChanged(err) && ctx.Err() == nil {
+		return n.prefetchOnce(ctx, req, forwarded)
+	}
+	return res, err
+}
+
+func (n *Node) prefetchOnce(ctx context.Context, req PrefetchRequest, forwarded bool) (PrefetchResult, error) {
 	var res PrefetchResult
 	if !n.enter() {
 		return res, ErrStopped
