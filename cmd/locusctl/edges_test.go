@@ -8,11 +8,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"net"
+	"github.com/locuscache/locus/internal/testproc"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -200,34 +199,10 @@ func TestCacheSimJSONDuplicates(t *testing.T) {
 // not hang `locusctl stat`: --timeout bounds it, exit 1.
 func TestStatHungNode(t *testing.T) {
 	noEnv(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	}()
+	addr := testproc.Blackhole(t)
 	start := time.Now()
 	var out, errOut bytes.Buffer
-	rc := run([]string{"stat", "--node", l.Addr().String(), "--timeout", "500ms", "s3://bkt/k.parquet"}, &out, &errOut)
+	rc := run([]string{"stat", "--node", addr, "--timeout", "500ms", "s3://bkt/k.parquet"}, &out, &errOut)
 	if rc != 1 || time.Since(start) > 10*time.Second {
 		t.Fatalf("exit %d after %v: %s", rc, time.Since(start), errOut.String())
 	}

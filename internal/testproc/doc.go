@@ -1,6 +1,8 @@
 // Package testproc runs the child processes of tests: a daemon under test
 // (the cache node, the scheduler) or a real server a test talks to
-// (versitygw). It is test support with the standard library only.
+// (versitygw), or a stand-in for a hung one (Blackhole: a listener that
+// accepts and never answers). It is test support with the standard library
+// only.
 // LookPath finds a tool in PATH or where go install puts it.
 //
 // Start launches an *exec.Cmd with its stdout and stderr captured in a

@@ -8,10 +8,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/locuscache/locus/internal/testproc"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -154,44 +154,12 @@ func TestStatsCountOneFallbackPerCall(t *testing.T) {
 	}
 }
 
-// blackhole returns the address of a listener that accepts connections
-// and never sends a byte (a hung process, a half-open firewall).
-func blackhole(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	return l.Addr().String()
-}
-
 // TestBlackholeNode: a node that accepts TCP and never speaks
 // HTTP/2. With an Origin the read falls back within about DialTimeout and
 // returns the right bytes; without one, the caller's deadline is honoured.
 func TestBlackholeNode(t *testing.T) {
 	e := newEnv(t)
-	addr := blackhole(t)
+	addr := testproc.Blackhole(t)
 
 	c := newClient(t, Config{Origin: e.store, DialTimeout: 300 * time.Millisecond})
 	start := time.Now()

@@ -9,8 +9,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/locuscache/locus/internal/testproc"
 	"math/rand/v2"
-	"net"
 	"runtime"
 	"sync"
 	"testing"
@@ -25,36 +25,12 @@ import (
 // hang; it continues from the origin after Config.PeerIdleTimeout and
 // returns exactly the object's bytes.
 func TestBlackholePeer(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never read or written
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
+	addr := testproc.Blackhole(t)
 	c := newTCluster(t, tclusterOpts{n: 1, repl: 1, mutate: func(_ int, cfg *Config) {
 		cfg.PeerIdleTimeout = 300 * time.Millisecond
 		cfg.PeerBackoff = time.Minute
 	}})
-	c.addMember("zz-blackhole", l.Addr().String())
+	c.addMember("zz-blackhole", addr)
 	const size = 12 * tBlock
 	data := randBytes(77, size)
 	uri := "s3://bkt/blackhole"
