@@ -56,9 +56,9 @@ func daemonCmd(t *testing.T, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// TestSlotsZeroRefused: --slots=0 is accepted and the node
-// announces 4 executor slots in the gossip (the scheduler then places four
-// tasks at a time on it).
+// TestSlotsZeroRefused: --slots=0 is refused (exit 2). Was: it was
+// accepted and the node announced 4 executor slots in the gossip (the
+// scheduler then placed four tasks at a time on it).
 //
 // Expected: --slots 0 either means what it says (a cache-only node with no
 // executor slots: membership.NodeMeta allows Slots 0, "0..MaxSlots") or is
@@ -265,32 +265,9 @@ func TestSecondSignalKills(t *testing.T) {
 		"--memory-size=16MiB", "--origin-s3-endpoint=http://"+s3, "--origin-s3-path-style", "--origin-s3-region=us-east-1",
 		"--origin-s3-timeout=60s", "--drain-timeout=5s")
 	cmd.Env = append(cmd.Env, "AWS_ACCESS_KEY_ID=review", "AWS_SECRET_ACCESS_KEY=review", "AWS_EC2_METADATA_DISABLED=true")
-	var logs testproc.SyncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		cmd.Process.Kill()
-		<-exited
-	}()
+	proc := testproc.Start(t, cmd, testproc.Options{Name: "cachenode sig2", Timeout: 20 * time.Second,
+		Ready: testproc.HTTPReady(nil, "http://"+httpAddr+"/readyz", http.StatusOK)})
 	client := &http.Client{Timeout: 90 * time.Second}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := client.Get("http://" + httpAddr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 	go func() {
 		if resp, err := client.Get("http://" + httpAddr + "/bucket/key"); err == nil {
 			resp.Body.Close()
@@ -299,22 +276,21 @@ func TestSecondSignalKills(t *testing.T) {
 	select {
 	case <-accepted:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("the gateway read never reached the origin\n%s", logs.String())
+		t.Fatalf("the gateway read never reached the origin\n%s", proc.Logs())
 	}
 	time.Sleep(200 * time.Millisecond)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := proc.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
 	second := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := proc.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		exited <- err
+	case <-proc.Done():
 	case <-time.After(4 * time.Second):
-		t.Fatalf("still running 4 s after a second signal (SIGINT during the SIGTERM shutdown); want it to end the process at once\n%s", tail(logs.String(), 8))
+		t.Fatalf("still running 4 s after a second signal (SIGINT during the SIGTERM shutdown); want it to end the process at once\n%s", tail(proc.Logs(), 8))
 	}
 	t.Logf("exited %v after the second signal", time.Since(second).Round(time.Millisecond))
 }
@@ -509,18 +485,10 @@ func TestReadyzWhileJoining(t *testing.T) {
 		"--gossip-addr="+nodetest.FreeAddr(t, "127.0.0.1"), "--grpc-addr="+nodetest.FreeAddr(t, "127.0.0.1"), "--http-addr="+flagAddr,
 		"--memory-size=16MiB", "--origin-file-root="+t.TempDir())
 	cmd.Env = append(cmd.Env, "LOCUS_HTTP_ADDR="+envAddr)
-	var logs testproc.SyncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		cmd.Process.Kill()
-		<-exited
-	}()
 	client := &http.Client{Timeout: 2 * time.Second}
+	// Alive while it joins: /healthz 200 is the readiness probe here.
+	proc := testproc.Start(t, cmd, testproc.Options{Name: "cachenode joiner", Timeout: 10 * time.Second,
+		Ready: testproc.HTTPReady(client, "http://"+flagAddr+"/healthz", http.StatusOK)})
 	status := func(addr, path string) int {
 		resp, err := client.Get("http://" + addr + path)
 		if err != nil {
@@ -529,27 +497,17 @@ func TestReadyzWhileJoining(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for status(flagAddr, "/healthz") != 200 {
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz never 200 while joining\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 	if s := status(flagAddr, "/readyz"); s != 503 {
 		t.Errorf("/readyz %d while the join is retried, want 503", s)
 	}
 	if s := status(envAddr, "/healthz"); s != 0 {
 		t.Errorf("LOCUS_HTTP_ADDR's address answered %d although --http-addr was given", s)
 	}
-	select {
-	case err := <-exited:
-		exited <- err
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(logs.String(), "could not join") {
-			t.Errorf("after --join-timeout: exit %v, want 1 with \"could not join\"\n%s", err, tail(logs.String(), 3))
-		}
-	case <-time.After(15 * time.Second):
-		t.Errorf("still running 15 s after a --join-timeout of 3 s")
+	code, err := proc.Wait(15 * time.Second)
+	switch {
+	case err != nil:
+		t.Errorf("still running 15 s after a --join-timeout of 3 s: %v", err)
+	case code != 1 || !strings.Contains(proc.Logs(), "could not join"):
+		t.Errorf("after --join-timeout: exit %d, want 1 with \"could not join\"\n%s", code, tail(proc.Logs(), 3))
 	}
 }
