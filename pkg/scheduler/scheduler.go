@@ -94,10 +94,6 @@ type Scheduler struct {
 	// boots is each cache member's NodeMeta.Boot in the View applied
 	// last: a change is a restart (noteBootsLocked).
 	boots map[string]uint64
-	// forgotScratch is markDirtyLocked's buffer for the placer's
-	// forgotten jobs (drained in every mode, so that the placer's list
-	// stays short).
-	forgotScratch []string
 
 	seq  atomic.Uint64 // counter-change sequence; written under mu
 	kick chan struct{} // wakes the timer goroutine
@@ -996,10 +992,9 @@ func (s *Scheduler) failWaitersLocked(err error) {
 // and so did those of the jobs the placer has forgotten since (under
 // placement's MaxJobs: the flush deletes their keys).
 func (s *Scheduler) markDirtyLocked(job string) {
-	var forgotten []string
+	var forgotten []string // taken in every mode, so the placer's list stays short
 	if s.p != nil {
-		forgotten = s.p.TakeForgotten(s.forgotScratch[:0])
-		s.forgotScratch = forgotten[:0]
+		forgotten = s.p.TakeForgotten(nil) // nil, no allocation, when none was forgotten
 	}
 	if s.ha == nil {
 		return
