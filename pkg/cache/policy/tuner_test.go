@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -674,6 +675,100 @@ func TestLRUSwitchCostsHalfWhenConfirming(t *testing.T) {
 			if got := tu.switchCost(i); got != want {
 				t.Errorf("capacity %d, candidate %d (%+v): cost %v, want %v (%v keys to load)", tc.capacity, i, c, got, want, m)
 			}
+		}
+	}
+}
+
+// TestTunerKeepsHalfItsTalliesAtASwitch checks follow: a full-sampling
+// tuner's scheduled decision that switches keeps half the tallies
+// (switchKeep) after the usual scoreDecay, one that does not switch decays
+// them by scoreDecay alone, and a sampling tuner's switch keeps them whole
+// (the thirteenth round in doc.go).
+func TestTunerKeepsHalfItsTalliesAtASwitch(t *testing.T) {
+	defer func() { decisionHook = nil }()
+	for _, tc := range []struct {
+		capacity int
+		keep     float64 // the factor a switch applies, after scoreDecay
+	}{{500, 0.5}, {4096, 1}} { // switchKeep, as measured
+		tu := newTuner(tc.capacity, 1)
+		var before []float64
+		var beforeAcc float64
+		var from, chose int
+		decisionHook = func(tu *tuner, best int) {
+			before = append(before[:0], tu.wins...)
+			beforeAcc, from, chose = tu.acc, tu.cur, best
+		}
+		var switches, stays int
+		for _, k := range phasedKeys(tc.capacity, 3) {
+			if !tu.full && !tu.sampled(k) {
+				continue
+			}
+			tu.access(k)
+			if tu.n != 0 {
+				continue // no scheduled decision in this access
+			}
+			f := scoreDecay
+			if chose != from {
+				f *= tc.keep
+				switches++
+			} else {
+				stays++
+			}
+			for i := range tu.wins {
+				if want := before[i] * f; math.Abs(tu.wins[i]-want) > 1e-9*max(1, want) {
+					t.Fatalf("capacity %d, decision %d -> %d: wins[%d] = %v, want %v x %v = %v", tc.capacity, from, chose, i, tu.wins[i], before[i], f, want)
+				}
+			}
+			if want := beforeAcc * f; math.Abs(tu.acc-want) > 1e-9*want {
+				t.Fatalf("capacity %d, decision %d -> %d: acc = %v, want %v", tc.capacity, from, chose, tu.acc, want)
+			}
+		}
+		if switches == 0 || stays == 0 {
+			t.Fatalf("capacity %d: %d scheduled switches, %d decisions without one; want both", tc.capacity, switches, stays)
+		}
+	}
+}
+
+// TestTwinSwitchCostsMore checks that in a full-sampling tuner a switch
+// between the two 1% windows (twins: one window, another admission rule)
+// costs twice its keys to load (twinCost), and every other switch its keys
+// to load; a sampling tuner prices twins as any two W-TinyLFU windows.
+func TestTwinSwitchCostsMore(t *testing.T) {
+	for _, capacity := range []int{1000, 20000} {
+		tu := newTuner(capacity, 1)
+		rng := rand.New(rand.NewPCG(7, 7))
+		for range 3 * capacity {
+			tu.access(mix64(uint64(rng.IntN(4 * capacity))))
+		}
+		twins := 0
+		for _, cur := range []int{0, 3} {
+			tu.cur = cur
+			for i, c := range tu.cands {
+				if i == cur {
+					continue
+				}
+				m := float64(tu.shadows[i].missing(tu.shadows[cur]))
+				if m == 0 {
+					t.Fatalf("capacity %d: shadow %d holds no key shadow %d lacks; feed more accesses", capacity, i, cur)
+				}
+				want := m
+				if !tu.full {
+					// Not confirming (the sample is over a tenth of
+					// the keys): no factor for LRU.
+					want = m * sampledCost
+					if c.kind != tu.cands[cur].kind {
+						want *= typeSwitchCost
+					}
+				} else if c.kind == kindTinyLFU && tu.cands[cur].kind == kindTinyLFU && c.window == tu.cands[cur].window {
+					want, twins = m*2, twins+1 // twinCost, as measured
+				}
+				if got := tu.switchCost(i); got != want {
+					t.Errorf("capacity %d, %d -> %d (%+v): cost %v, want %v (%v keys to load)", capacity, cur, i, c, got, want, m)
+				}
+			}
+		}
+		if tu.full && twins != 2 {
+			t.Errorf("capacity %d: %d twin switches priced, want 2 (0 -> 3 and 3 -> 0)", capacity, twins)
 		}
 	}
 }

@@ -63,14 +63,18 @@ var knownShortfalls = map[string]float64{
 	// at multi2 25%, 47.79 to 49.21% at multi1 10%, 41.38 to 41.88% at cs
 	// 50%. The bounds are the worst over seeds 1 to 5 against otter's
 	// highest of the 40 runs, less 0.25 points, so the test checks the
-	// policy, not otter's luck.
-	"lirs-sprite@5%":  -1.31, // worst -1.06
-	"lirs-multi2@25%": -1.16, // worst -0.91
+	// policy, not otter's luck. (The thirteenth round's tallies halved at
+	// a switch and dearer switches between the 1% windows shrank the
+	// sprite 5% bound from -1.31, multi2 25% from -1.16 and multi1 10%
+	// from -0.80; seed 1 is now -0.32, +0.49 and +0.09 against otter's
+	// median run there, from -0.51, -0.38 and +0.08.)
+	"lirs-sprite@5%":  -1.12, // worst -0.87
+	"lirs-multi2@25%": -1.02, // worst -0.77
 	// Added by the sixth round, where the policy lost a little: multi1 10%
 	// 49.65 -> 49.07% and cs 50% 41.59 -> 41.44% at seed 1 (within the bar
 	// against otter's median run for every seed; not against its best).
-	"lirs-multi1@10%": -0.80, // worst -0.55
-	"lirs-cs@50%":     -0.78, // worst -0.53
+	"lirs-multi1@10%": -0.71, // worst -0.46
+	"lirs-cs@50%":     -0.77, // worst -0.52
 	// (The eleventh round's fill decisions took cpp 25% off this list:
 	// -0.41 to -0.43 for seeds 1 to 5, from -0.83 to -0.85. The ninth
 	// round's stall test took zigzag 25% off it: -0.08 to -0.15 for seeds
