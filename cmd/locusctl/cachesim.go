@@ -90,11 +90,11 @@ func runCacheSim(args []string, stdout, stderr io.Writer) error {
 	}
 	if *pols != "" {
 		for _, p := range strings.Split(*pols, ",") {
-			p = strings.TrimSpace(p)
-			if !isPolicy(p) {
+			name, ok := policyName(p)
+			if !ok {
 				return usageErrorf("--policy %q: want one of %s", p, strings.Join(sim.PolicyNames(), ", "))
 			}
-			opts.Policies = append(opts.Policies, p)
+			opts.Policies = append(opts.Policies, name)
 		}
 	}
 	if !*quiet {
@@ -160,13 +160,32 @@ func isFormat(f sim.Format) bool {
 	return false
 }
 
-func isPolicy(name string) bool {
+// policyAliases are other spellings of the policy names --policy takes
+// (after lower-casing), as the papers and other simulators write them.
+var policyAliases = map[string]string{
+	"default":   policy.DefaultName,
+	"w-tinylfu": sim.NameWTinyLFU,
+	"w_tinylfu": sim.NameWTinyLFU,
+	"tinylfu":   sim.NameWTinyLFU,
+	"otter":     sim.NameWTinyLFU,
+	"opt":       sim.NameBelady,
+	"optimal":   sim.NameBelady,
+	"min":       sim.NameBelady,
+}
+
+// policyName returns the policy --policy names by s: one of
+// sim.PolicyNames, in any case, or an alias of one.
+func policyName(s string) (string, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if a, ok := policyAliases[s]; ok {
+		s = a
+	}
 	for _, n := range sim.PolicyNames() {
-		if n == name {
-			return true
+		if n == s {
+			return n, true
 		}
 	}
-	return false
+	return "", false
 }
 
 func cacheSimUsage(w io.Writer, fs *flag.FlagSet) {
@@ -183,6 +202,8 @@ code, no disk) and prints each policy's hit ratio at each capacity:
             otter seeds its hashes at random and --seed cannot set them, so
             its ratios vary between runs (by a few points on tiny caches)
   belady    the offline optimum, an upper bound for every policy
+Policy names are case-insensitive; w-tinylfu and tinylfu name wtinylfu,
+opt and min name belady, default names locus.
 
 The table gives hit ratios in percent; --json prints {"trace": ...,
 "results": [{"policy": ..., "capacity": ..., "hit_ratio": ...}, ...]} with

@@ -20,7 +20,7 @@ type Oracle struct {
 // NewOracle precomputes next-use positions for keys (O(n) time and memory);
 // one Oracle answers any number of capacities.
 func NewOracle(keys []uint64) *Oracle {
-	o := &Oracle{ids: make([]int32, len(keys)), next: make([]int32, len(keys))}
+	ids := make([]int32, len(keys))
 	dense := make(map[uint64]int32)
 	for i, k := range keys {
 		id, ok := dense[k]
@@ -28,14 +28,20 @@ func NewOracle(keys []uint64) *Oracle {
 			id = int32(len(dense))
 			dense[k] = id
 		}
-		o.ids[i] = id
+		ids[i] = id
 	}
-	o.n = len(dense)
+	return oracleOfIDs(ids, len(dense))
+}
+
+// oracleOfIDs is NewOracle over dense ids (0 to n-1) already assigned, as
+// Read assigns them; the Oracle keeps ids (read-only).
+func oracleOfIDs(ids []int32, n int) *Oracle {
+	o := &Oracle{ids: ids, next: make([]int32, len(ids)), n: n}
 	last := make([]int32, o.n)
 	for i := range last {
 		last[i] = never
 	}
-	for i := len(keys) - 1; i >= 0; i-- {
+	for i := len(ids) - 1; i >= 0; i-- {
 		id := o.ids[i]
 		o.next[i] = last[id]
 		last[id] = int32(i)

@@ -163,7 +163,10 @@ func (o Options) Sizes(t *Trace) ([]Size, error) {
 		if !(f > 0) || math.IsInf(f, 0) {
 			return nil, fmt.Errorf("%w: capacity fraction %v must be positive", ErrCapacity, f)
 		}
-		c := int(math.Round(f * float64(t.Distinct)))
+		// Run replays a capacity above the distinct keys as the distinct
+		// keys; the clamp keeps a huge fraction from overflowing int
+		// (int of a float beyond MaxInt64 is MinInt64 on amd64).
+		c := int(math.Round(min(f*float64(t.Distinct), 1<<50)))
 		sizes = append(sizes, Size{Capacity: max(c, 1), Fraction: f})
 	}
 	for _, c := range o.Capacities {
@@ -219,7 +222,12 @@ func Run(t *Trace, opts Options) ([]Result, error) {
 	var oracle *Oracle
 	for _, n := range names {
 		if n == NameBelady {
-			oracle = NewOracle(t.Keys) // read-only: shared by the replays
+			// Read-only: shared by the replays.
+			if len(t.ids) == len(t.Keys) && t.Distinct > 0 {
+				oracle = oracleOfIDs(t.ids, t.Distinct)
+			} else {
+				oracle = NewOracle(t.Keys)
+			}
 			break
 		}
 	}

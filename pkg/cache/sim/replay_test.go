@@ -184,3 +184,17 @@ func TestRunHugeCapacityOnASmallTrace(t *testing.T) {
 		t.Errorf("reported capacity %d, want %d", res[0].Capacity, huge)
 	}
 }
+
+// TestSizesHugeFraction: a huge (finite, positive) fraction gives a huge
+// capacity, not 1. Was: int(math.Round(f*distinct)) of a value beyond
+// MaxInt64 is MinInt64 on amd64, which max(c, 1) made capacity 1.
+func TestSizesHugeFraction(t *testing.T) {
+	tr := &Trace{Name: "t", Keys: []uint64{1, 2, 1}, Distinct: 2}
+	sizes, err := Options{Fractions: []float64{1e300, 0.5}}.Sizes(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) != 2 || sizes[0].Capacity < tr.Distinct || sizes[1].Capacity != 1 {
+		t.Errorf("fractions 1e300 and 0.5 of %d distinct keys gave %+v, want a capacity of at least %d, then 1", tr.Distinct, sizes, tr.Distinct)
+	}
+}

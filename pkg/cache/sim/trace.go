@@ -28,7 +28,8 @@ const (
 	FormatLIRS Format = "lirs"
 	// FormatARC is the format of the ARC traces of Megiddo and Modha: each
 	// line is "start_block num_blocks ignore request_no" and stands for
-	// num_blocks accesses to the consecutive blocks from start_block.
+	// num_blocks accesses to the consecutive blocks from start_block (the
+	// fields after the second are ignored, as Caffeine's reader does).
 	FormatARC Format = "arc"
 )
 
@@ -44,11 +45,21 @@ var (
 	ErrTooLong   = errors.New("trace too long")
 )
 
-// maxAccesses bounds a trace so that memory stays predictable: 8 bytes per
-// access for the keys, 4 for Belady's next-use positions (an int32 each),
-// and the distinct keys' map; 2^28 accesses take about 3 GiB. An ARC line
-// may expand to maxRun accesses, so a few bytes of input can reach it.
-const maxAccesses = 1 << 28
+// maxAccesses and maxDistinct bound a trace so that memory stays
+// predictable. A trace takes 8 bytes per access for the keys and 4 for
+// their dense ids, Belady 4 more per access for its next-use positions,
+// and the distinct keys' map about 40 bytes per key (each replay's cache
+// comes on top: about 100 to 300 bytes per key of its capacity, by
+// policy). At the caps, 2^28 accesses of 2^25 distinct keys, that is about
+// 5.5 GiB before the replays; a trace of 2^24 all-distinct accesses read
+// and replayed through Belady peaked at 1.4 GB RSS before the ids were
+// shared with Belady. An ARC line may expand to maxRun accesses, so a few
+// bytes of input can reach the caps: Read fails there, with ErrTooLong,
+// instead of growing to tens of GiB.
+var (
+	maxAccesses = 1 << 28
+	maxDistinct = 1 << 25 // a var so that a test can lower it
+)
 
 // maxRun bounds num_blocks of one ARC trace line.
 const maxRun = 1 << 24
@@ -61,6 +72,11 @@ type Trace struct {
 	Keys []uint64
 	// Distinct is the number of distinct keys.
 	Distinct int
+
+	// ids[i] is the dense id (0 to Distinct-1, in order of first access)
+	// of Keys[i], set by Read so that Belady needs no second map; nil for
+	// a Trace built by hand (NewOracle then numbers the keys itself).
+	ids []int32
 }
 
 // HashKey maps a trace key to the 64-bit key the policies see: xxhash64 of
@@ -99,7 +115,7 @@ func baseName(path string) string {
 // the magic bytes). name is used in error messages. It returns ErrFormat for
 // an unknown format, an error wrapping ErrMalformed that names the line for a
 // bad line, ErrEmpty for a trace without accesses and ErrTooLong past 2^28
-// accesses.
+// accesses or 2^25 distinct keys.
 func Read(r io.Reader, format Format, name string) (*Trace, error) {
 	var parse func(line []byte, emit func(uint64)) error
 	switch format {
@@ -124,16 +140,28 @@ func Read(r io.Reader, format Format, name string) (*Trace, error) {
 		br = bufio.NewReaderSize(zr, 1<<16)
 	}
 	t := &Trace{Name: name}
-	seen := make(map[uint64]struct{})
-	tooLong := false
+	seen := make(map[uint64]int32)
+	var tooLong error
 	emit := func(k uint64) {
+		if tooLong != nil {
+			return
+		}
 		if len(t.Keys) >= maxAccesses {
-			tooLong = true
+			tooLong = fmt.Errorf("more than %d accesses", maxAccesses)
 			return
 		}
 		h := HashKey(k)
+		id, ok := seen[h]
+		if !ok {
+			if len(seen) >= maxDistinct {
+				tooLong = fmt.Errorf("more than %d distinct keys (a replay keeps every key in memory: replay a sample of the keys)", maxDistinct)
+				return
+			}
+			id = int32(len(seen))
+			seen[h] = id
+		}
 		t.Keys = append(t.Keys, h)
-		seen[h] = struct{}{}
+		t.ids = append(t.ids, id)
 	}
 	for lineNo := 1; ; lineNo++ {
 		line, err := br.ReadSlice('\n')
@@ -146,11 +174,14 @@ func Read(r io.Reader, format Format, name string) (*Trace, error) {
 			}
 			return nil, fmt.Errorf("cannot read trace %q at line %d: %w", name, lineNo, err)
 		}
+		if lineNo == 1 {
+			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf")) // a UTF-8 byte-order mark
+		}
 		if perr := parse(bytes.TrimSpace(line), emit); perr != nil {
 			return nil, fmt.Errorf("%s:%d: %w: %v", name, lineNo, ErrMalformed, perr)
 		}
-		if tooLong {
-			return nil, fmt.Errorf("%s:%d: %w: more than %d accesses", name, lineNo, ErrTooLong, maxAccesses)
+		if tooLong != nil {
+			return nil, fmt.Errorf("%s:%d: %w: %v", name, lineNo, ErrTooLong, tooLong)
 		}
 		if err == io.EOF {
 			break
@@ -182,14 +213,17 @@ func parseLIRSLine(line []byte, emit func(uint64)) error {
 	return parseKeyLine(line, emit)
 }
 
-// parseARCLine parses "start num ignore request" into num accesses.
+// parseARCLine parses "start_block num_blocks ignore request_no" into
+// num_blocks accesses. As Caffeine's ARC trace reader does, it reads the
+// first two fields and ignores the rest (the real traces have four), and
+// a num_blocks of 0 is a line without accesses.
 func parseARCLine(line []byte, emit func(uint64)) error {
 	if len(line) == 0 {
 		return nil
 	}
 	fields := bytes.Fields(line)
-	if len(fields) != 4 {
-		return fmt.Errorf("want 4 fields \"start_block num_blocks ignore request_no\", got %d in %q", len(fields), truncate(line))
+	if len(fields) < 2 {
+		return fmt.Errorf("want \"start_block num_blocks ignore request_no\", got %d field in %q", len(fields), truncate(line))
 	}
 	start, err := parseUint(fields[0])
 	if err != nil {
@@ -199,16 +233,11 @@ func parseARCLine(line []byte, emit func(uint64)) error {
 	if err != nil {
 		return fmt.Errorf("num_blocks: %v", err)
 	}
-	if n == 0 || n > maxRun {
-		return fmt.Errorf("num_blocks %d out of range [1, %d]", n, maxRun)
+	if n > maxRun {
+		return fmt.Errorf("num_blocks %d out of range [0, %d]", n, maxRun)
 	}
-	if start > math.MaxUint64-n {
+	if n > 0 && start > math.MaxUint64-(n-1) {
 		return fmt.Errorf("start_block %d + num_blocks %d overflows", start, n)
-	}
-	for _, f := range fields[2:] {
-		if _, err := strconv.ParseInt(string(f), 10, 64); err != nil {
-			return fmt.Errorf("field %q is not an integer", truncate(f))
-		}
 	}
 	for i := uint64(0); i < n; i++ {
 		emit(start + i)

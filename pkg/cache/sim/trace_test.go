@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -54,10 +55,18 @@ func TestRead(t *testing.T) {
 		{"lirs trailing star on a line", FormatLIRS, "3\n4*\n\n", hashed(3, 4), 2, nil, ""},
 		{"lirs junk", FormatLIRS, "3\nx4\n", nil, 0, ErrMalformed, "x:2:"},
 		{"arc expands runs", FormatARC, "10 3 0 1\n5 1 0 2\n", hashed(10, 11, 12, 5), 4, nil, ""},
-		{"arc three fields", FormatARC, "10 3 0\n", nil, 0, ErrMalformed, "x:1: malformed trace line: want 4 fields"},
-		{"arc zero blocks", FormatARC, "10 0 0 1\n", nil, 0, ErrMalformed, "num_blocks 0"},
-		{"arc bad request number", FormatARC, "10 1 0 q\n", nil, 0, ErrMalformed, "x:1:"},
+		// As Caffeine's reader: the first two fields count, the rest
+		// are ignored, and a run of 0 blocks is a line without accesses.
+		{"arc two or three fields", FormatARC, "10 3\n7 1 0\n", hashed(10, 11, 12, 7), 4, nil, ""},
+		{"arc one field", FormatARC, "10\n", nil, 0, ErrMalformed, "x:1: malformed trace line: want \"start_block num_blocks"},
+		{"arc zero blocks", FormatARC, "10 0 0 1\n5 1 0 2\n", hashed(5), 1, nil, ""},
+		{"arc only zero blocks", FormatARC, "10 0 0 1\n", nil, 0, ErrEmpty, ""},
+		{"arc request number ignored", FormatARC, "10 1 0 q\n", hashed(10), 1, nil, ""},
+		{"arc bad num_blocks", FormatARC, "10 x 0 1\n", nil, 0, ErrMalformed, "x:1: malformed trace line: num_blocks"},
+		{"arc too long a run", FormatARC, "10 16777217 0 1\n", nil, 0, ErrMalformed, "out of range"},
 		{"arc overflow", FormatARC, "18446744073709551615 2 0 1\n", nil, 0, ErrMalformed, "overflows"},
+		{"arc last block", FormatARC, "18446744073709551615 1 0 1\n", hashed(18446744073709551615), 1, nil, ""},
+		{"keys after a byte-order mark", FormatKeys, "\ufeff4\n4\n", hashed(4, 4), 1, nil, ""},
 		{"empty", FormatKeys, "", nil, 0, ErrEmpty, ""},
 		{"only blank lines", FormatLIRS, "\n\n*\n", nil, 0, ErrEmpty, ""},
 		{"unknown format", Format("csv"), "1\n", nil, 0, ErrFormat, ""},
@@ -139,4 +148,49 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("%d accesses, %d distinct keys", len(tr.Keys), tr.Distinct)
 		}
 	})
+}
+
+// TestReadMemory: Read keeps 12 bytes per access (the hashed keys and
+// their dense ids), and Belady in Run builds no second map of the keys
+// (Was: NewOracle numbered the keys again, about 100 bytes per access of
+// allocation on a trace of distinct keys; with Read's own map a 240-byte
+// ARC trace could reach tens of GiB).
+func TestReadMemory(t *testing.T) {
+	const n = 1 << 20
+	runtime.GC()
+	var a, b, c runtime.MemStats
+	runtime.ReadMemStats(&a)
+	tr, err := Read(strings.NewReader("0 1048576 0 0\n"), FormatARC, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&b)
+	if live := float64(b.HeapAlloc-a.HeapAlloc) / n; live > 13 {
+		t.Errorf("a trace of %d accesses keeps %.1f bytes per access after Read, want about 12", n, live)
+	}
+	if _, err := Run(tr, Options{Policies: []string{NameBelady}, Capacities: []int{1}}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&c)
+	// Belady: 4 bytes of next-use positions per access, 4 of due
+	// positions per distinct key (here every access), and its heap.
+	if alloc := float64(c.TotalAlloc-b.TotalAlloc) / n; alloc > 16 {
+		t.Errorf("Belady allocated %.1f bytes per access of a trace Read built, want at most 16 (no second map of the keys)", alloc)
+	}
+	runtime.KeepAlive(tr)
+}
+
+// TestReadDistinctCap: past maxDistinct distinct keys Read fails with
+// ErrTooLong and says why, instead of growing its map without bound.
+func TestReadDistinctCap(t *testing.T) {
+	defer func(m int) { maxDistinct = m }(maxDistinct)
+	maxDistinct = 100
+	if _, err := Read(strings.NewReader("0 100 0 0\n0 100 0 0\n"), FormatARC, "t"); err != nil {
+		t.Fatalf("100 distinct keys read twice: %v", err)
+	}
+	_, err := Read(strings.NewReader("0 100 0 0\n100 1 0 0\n"), FormatARC, "t")
+	if !errors.Is(err, ErrTooLong) || !strings.Contains(err.Error(), "t:2:") || !strings.Contains(err.Error(), "more than 100 distinct keys") {
+		t.Errorf("101 distinct keys: got %v, want ErrTooLong naming line 2 and the cap", err)
+	}
 }
