@@ -208,10 +208,47 @@ func (d *delegate) check(peer *memberlist.Node, joining bool) (NodeMeta, error) 
 	if meta.ID != peer.Name {
 		return meta, fmt.Errorf("%w: member %q at %s announces id %q in its metadata", ErrInvalidMeta, peer.Name, peer.Address(), meta.ID)
 	}
-	if err := compatible(d.localMeta(), meta, joining); err != nil {
+	if err := compatible(d.reference(peer.Name), meta, joining); err != nil {
 		return meta, err
 	}
 	return meta, nil
+}
+
+// reference is the metadata a peer is checked against: this node's, with
+// a block size and replication it does not declare (an observer: the
+// scheduler) taken from the live members it knows, other than the peer
+// itself. An observer checked only against its own zeros would admit a
+// cache node of any block size: a misfit joining through the scheduler's
+// gossip address, or a wrong --join bridging two clusters, would then sit
+// in the scheduler's View and ring while the cache nodes refuse it, and
+// View.BlockSize could become the misfit's. Members agree on both values
+// (each was checked when it came in); where they do not (two clusters
+// merged before this check existed), the member with the smallest id wins,
+// so the choice is deterministic. With no member declaring them yet, the
+// first cache node to come in sets them.
+func (d *delegate) reference(peer string) NodeMeta {
+	ref := d.localMeta()
+	if ref.BlockSize != 0 && ref.Replication != 0 {
+		return ref
+	}
+	needBlock, needRepl := ref.BlockSize == 0, ref.Replication == 0
+	var blockFrom, replFrom string
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	// O(members) under d.mu, for observers only: they are few, and
+	// memberlist calls check once per alive message or merged member.
+	for id, m := range d.members {
+		if id == peer || id == d.name {
+			continue
+		}
+		if needBlock && m.BlockSize != 0 && (blockFrom == "" || id < blockFrom) {
+			ref.BlockSize, blockFrom = m.BlockSize, id
+		}
+		if needRepl && m.Replication != 0 && (replFrom == "" || id < replFrom) {
+			ref.Replication, replFrom = m.Replication, id
+		}
+	}
+	return ref
 }
 
 // NotifyMerge implements memberlist.MergeDelegate. peers is the other side's

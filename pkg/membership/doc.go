@@ -36,7 +36,11 @@
 // directions: the newcomer checks the members it is about to merge and the
 // cluster checks the newcomer (memberlist's MergeDelegate), and every alive
 // message is checked too (AliveDelegate), so a misfit never enters anybody's
-// member list. Join on the misfit returns the reason, for example
+// member list. An observer, which declares no block size or replication,
+// checks its peers against the values of the cache members it knows, so
+// a misfit joining through the scheduler's gossip address, or a wrong
+// --join pointing the scheduler at another cluster, stays out of its view
+// too. Join on the misfit returns the reason, for example
 //
 //	membership: this node's block size 64 MiB differs from the cluster's 128 MiB
 //	(member "n1"): start this node with --block-size=134217728 (128 MiB), the same on every node

@@ -36,6 +36,13 @@ type ha struct {
 	ctx    context.Context // ends at shutdown
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run returns
+	// sessCtx is the sessions' context: not ctx, so that a session's Close
+	// can still revoke its lease at shutdown (which deletes the election
+	// key: a follower takes over at once); sessCancel ends it when
+	// shutdown's own context runs out first (etcd down: the revoke would
+	// retry for seconds).
+	sessCtx    context.Context
+	sessCancel context.CancelFunc
 
 	persistKick chan struct{}
 	round       atomic.Pointer[flushRound]
@@ -88,6 +95,7 @@ func newHA(ctx context.Context, s *Scheduler) (*ha, error) {
 		written:     map[string]bool{},
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.sessCtx, h.sessCancel = context.WithCancel(context.Background())
 	h.round.Store(&flushRound{next: make(chan struct{})})
 
 	gctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
@@ -221,7 +229,7 @@ func (h *ha) campaign() error {
 	// The session's own context is not h.ctx: Close must still be able to
 	// revoke the lease at shutdown (that deletes our election key, so a
 	// follower takes over at once).
-	sess, err := concurrency.NewSession(h.cli, concurrency.WithLease(lease.ID), concurrency.WithTTL(int(ttl)), concurrency.WithContext(context.Background()))
+	sess, err := concurrency.NewSession(h.cli, concurrency.WithLease(lease.ID), concurrency.WithTTL(int(ttl)), concurrency.WithContext(h.sessCtx))
 	if err != nil {
 		return fmt.Errorf("etcd session: %w", err)
 	}
@@ -301,6 +309,8 @@ func (h *ha) lead(ctx context.Context, sess *concurrency.Session, el *concurrenc
 	pctx, pcancel := context.WithCancel(ctx)
 	perr := make(chan error, 1)
 	go func() { perr <- h.persistLoop(pctx) }()
+	gone := make(chan error, 1)
+	go func() { gone <- h.watchOwnKey(pctx, el.Key(), el.Rev()) }()
 	var why error
 	select {
 	case <-sess.Done():
@@ -310,16 +320,57 @@ func (h *ha) lead(ctx context.Context, sess *concurrency.Session, el *concurrenc
 	case err := <-perr:
 		why = err
 		perr = nil
+	case err := <-gone:
+		why = err
+		gone = nil
 	}
 	pcancel()
 	if perr != nil {
 		<-perr
+	}
+	if gone != nil {
+		<-gone
 	}
 	nl := h.s.notLeader()
 	h.s.uninstall(nl)
 	h.publish(&flushRound{from: from, upto: math.MaxUint64, err: nl})
 	if h.ctx.Err() == nil {
 		h.s.log.Warn("scheduler: no longer the leader", "reason", why)
+	}
+	return nil
+}
+
+// watchOwnKey returns an error once this leader's election key (key,
+// created at rev) is gone or replaced, and nil when ctx ends. The key
+// goes with the lease when the session expires (lead sees that on its
+// own), but also when someone deletes it (etcdctl del of the key or the
+// prefix): the next candidate is then elected while this session is
+// healthy, and a leader that waited for a write to fail its fence would
+// go on claiming the leadership (IsLeader, /readyz 200) for as long as no
+// call reached it: two leaders. Like watchLeader, it reads the key again
+// every session TTL, since a watch outlives an unreachable etcd.
+func (h *ha) watchOwnKey(ctx context.Context, key string, rev int64) error {
+	for ctx.Err() == nil {
+		octx, cancel := context.WithTimeout(ctx, h.cfg.OpTimeout)
+		resp, err := h.cli.Get(octx, key)
+		cancel()
+		if err != nil {
+			sleepCtx(ctx, 500*time.Millisecond) // the session's expiry covers an unreachable etcd
+			continue
+		}
+		if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != rev {
+			return errors.New("this scheduler's election key was deleted (another scheduler may lead now)")
+		}
+		wctx, wcancel := context.WithCancel(ctx)
+		wch := h.cli.Watch(clientv3.WithRequireLeader(wctx), key, clientv3.WithRev(resp.Header.Revision+1))
+		recheck := time.NewTimer(h.cfg.SessionTTL)
+		select {
+		case <-wch: // any change (or the watch ended): read again
+		case <-recheck.C:
+		case <-ctx.Done():
+		}
+		recheck.Stop()
+		wcancel()
 	}
 	return nil
 }
@@ -721,9 +772,21 @@ func (h *ha) shutdown(ctx context.Context) error {
 	select {
 	case <-h.done:
 	default:
+		// Past ctx, stop the session's lease revoke too: with etcd down
+		// it retries on the closed client for seconds (etcd's retry
+		// interceptor), and the lease then expires on its own.
+		if ctx.Err() != nil {
+			h.sessCancel()
+		}
 		_ = h.cli.Close()
-		<-h.done
+		select {
+		case <-h.done:
+		case <-ctx.Done():
+			h.sessCancel()
+			<-h.done
+		}
 	}
+	h.sessCancel()
 	if err != nil {
 		return fmt.Errorf("scheduler: final counter flush: %w", err)
 	}
@@ -732,5 +795,6 @@ func (h *ha) shutdown(ctx context.Context) error {
 
 func (h *ha) close() {
 	h.cancel()
+	h.sessCancel()
 	_ = h.cli.Close()
 }

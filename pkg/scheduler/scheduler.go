@@ -337,9 +337,12 @@ func (s *Scheduler) leaderLocked() error {
 }
 
 func (s *Scheduler) notLeader() error {
-	l, _ := s.Leader()
-	if l.ID == s.cfg.NodeID { // we just lost it
-		l = LeaderInfo{}
+	// The leader etcd names (watchLeader), not Leader(): a leader that
+	// has just lost the leadership is still IsLeader while it builds this
+	// error, and would name itself.
+	var l LeaderInfo
+	if p := s.leaderInfo.Load(); p != nil && p.ID != s.cfg.NodeID {
+		l = *p
 	}
 	return &NotLeaderError{Leader: l.HTTP, LeaderGRPC: l.GRPC, LeaderID: l.ID}
 }

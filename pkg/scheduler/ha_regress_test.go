@@ -1,0 +1,152 @@
+package scheduler_test
+
+// Regression tests from an adversarial review of the scheduler's etcd
+// side (leader election, fencing, shutdown) and of its membership: each
+// failed before its fix.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/locuscache/locus/pkg/membership"
+	"github.com/locuscache/locus/pkg/membership/membershiptest"
+	"github.com/locuscache/locus/pkg/schedapi"
+	"github.com/locuscache/locus/pkg/scheduler"
+	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
+)
+
+// deleteLeaderKey starts an HA pair and deletes the leader's election key
+// without revoking its lease (what `etcdctl del` of the key, or of the
+// election prefix, does), so the follower's campaign wins while the old
+// leader's session stays healthy. It returns the pair, the old leader
+// first, once the follower leads.
+func deleteLeaderKey(t *testing.T) [2]*scheduler.Scheduler {
+	t.Helper()
+	e := schedulertest.StartEtcd(t)
+	ss := haPair(t, e, threeNodes(t), nil) // SessionTTL 2s
+	waitLeader(t, ss[:], 10*time.Second)
+	cli := e.Client(t)
+	ctx := context.Background()
+	resp, err := cli.Get(ctx, "/"+t.Name()+"/election/", clientv3.WithFirstCreate()...)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("leader key: %v %v", resp, err)
+	}
+	if _, err := cli.Delete(ctx, string(resp.Kvs[0].Key)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !ss[1].IsLeader() {
+		if time.Now().After(deadline) {
+			t.Fatal("the follower did not take over after the leader's key was deleted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return ss
+}
+
+// TestDeposedLeaderStepsDown: once another scheduler holds the
+// leadership (the old leader's election key was deleted, its session
+// healthy), the old leader stops claiming it without any call reaching it.
+// Was: ha.lead stepped down only when its session ended or a fenced write
+// failed, so an idle deposed leader kept IsLeader() true and /readyz 200
+// indefinitely: two leaders. Fixed: watchOwnKey.
+func TestDeposedLeaderStepsDown(t *testing.T) {
+	ss := deleteLeaderKey(t)
+	// Three session TTLs, no traffic.
+	deadline := time.Now().Add(6 * time.Second)
+	for ss[0].IsLeader() {
+		if time.Now().After(deadline) {
+			ready, why := ss[0].Ready()
+			l, _ := ss[0].Leader()
+			t.Fatalf("6 s after sched-1 took over, sched-0 still claims the leadership: IsLeader=true, Ready=%v %q, Leader()=%+v; sched-1 IsLeader=%v",
+				ready, why, l, ss[1].IsLeader())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestDeposedLeaderNamesNewLeader: a call that reaches a deposed leader
+// gets 503 not_leader naming the new leader. Was: the error was built
+// while IsLeader was still true, so it named the scheduler itself, which
+// notLeader then blanked ("no leader is elected right now", no leader
+// field, no X-Locus-Leader header). Fixed: notLeader uses the leader etcd
+// names.
+func TestDeposedLeaderNamesNewLeader(t *testing.T) {
+	ss := deleteLeaderKey(t)
+	time.Sleep(500 * time.Millisecond) // let sched-0's watchLeader read the new leader
+	c := schedulertest.NewClient(ss[0].HTTPAddr())
+	_, err := c.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "x", Split: split("s3://bkt/u")})
+	var se *schedulertest.StatusError
+	if !asStatus(err, &se) || se.Code != 503 {
+		t.Fatalf("place on the deposed leader: %v, want 503", err)
+	}
+	if se.Body.Leader != ss[1].HTTPAddr() {
+		t.Errorf("503 from the deposed leader names leader %q (%q), want sched-1 at %s", se.Body.Leader, se.Body.Error, ss[1].HTTPAddr())
+	}
+}
+
+// TestShutdownHonoursContextWithEtcdDown: with etcd down, a follower's
+// Shutdown returns about when its context ends. Was: 3.0 s for a 0.5 s
+// context: after closing the client it waited without a bound for the
+// session's lease revoke, which etcd's retry interceptor repeats 100 times
+// 25 ms apart. Fixed: the session's context ends with shutdown's.
+func TestShutdownHonoursContextWithEtcdDown(t *testing.T) {
+	e := schedulertest.StartEtcd(t)
+	ss := haPair(t, e, threeNodes(t), func(i int, cfg *scheduler.Config) {
+		cfg.Etcd.SessionTTL = 8 * time.Second
+		cfg.Etcd.OpTimeout = time.Second
+	})
+	waitLeader(t, ss[:], 10*time.Second)
+	e.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := ss[1].Shutdown(ctx) // the follower
+	took := time.Since(start)
+	t.Logf("follower Shutdown with a 0.5 s context: %v after %v", err, took)
+	if took > 1500*time.Millisecond {
+		t.Errorf("Shutdown with a 0.5 s context took %v", took)
+	}
+}
+
+// TestSchedulerRefusesMisfitNode: a 64 MiB cache node that joins a
+// 128 MiB cluster through the scheduler's gossip address stays out of the
+// scheduler's /v1/ring, and the cluster block size stays 128 MiB. Was:
+// the scheduler's observer member declares no block size and checked
+// peers against its own metadata only, so it listed the misfit as an
+// alive cache node with a third of the ring, and (its id sorting first)
+// took its 64 MiB for every placement key. Fixed: membership checks an
+// observer's peers against the cluster's values (delegate.reference).
+func TestSchedulerRefusesMisfitNode(t *testing.T) {
+	ms := membershiptest.Start(t, membershiptest.CacheNode("n1"), membershiptest.CacheNode("n2"))
+	s := schedulertest.Start(t, scheduler.Config{Join: []string{ms[0].GossipAddr()}})
+	c := schedulertest.NewClient(s.HTTPAddr())
+	waitRing(t, c, 2, 5*time.Second)
+
+	meta := membershiptest.CacheNode("0misfit")
+	meta.BlockSize = 64 << 20
+	misfit, err := membership.New(membershiptest.Config(meta))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = misfit.Shutdown() })
+	_, joinErr := misfit.Join([]string{s.GossipAddr()})
+	t.Logf("misfit Join through the scheduler: %v", joinErr)
+	time.Sleep(1500 * time.Millisecond)
+
+	r, err := c.Ring(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range r.Members {
+		if m.Node == "0misfit" {
+			t.Errorf("/v1/ring lists the refused 64 MiB node: %+v", m)
+		}
+	}
+	if r.BlockSize != membership.DefaultBlockSize {
+		t.Errorf("/v1/ring block size %d, want the cluster's %d", r.BlockSize, membership.DefaultBlockSize)
+	}
+}
