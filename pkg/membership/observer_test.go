@@ -23,11 +23,7 @@ func TestObserverSeedRefusesMisfit(t *testing.T) {
 
 	meta := membershiptest.CacheNode("0misfit")
 	meta.BlockSize = 64 << 20
-	misfit, err := membership.New(membershiptest.Config(meta))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = misfit.Shutdown() })
+	misfit := membershiptest.NewAlone(t, meta)
 	_, joinErr := misfit.Join([]string{sched.GossipAddr()})
 	t.Logf("misfit Join through the observer: %v", joinErr)
 
@@ -60,11 +56,7 @@ func TestObserverDoesNotBridgeTwoClusters(t *testing.T) {
 
 	meta := membershiptest.CacheNode("other")
 	meta.BlockSize = 64 << 20
-	other, err := membership.New(membershiptest.Config(meta))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = other.Shutdown() })
+	other := membershiptest.NewAlone(t, meta)
 
 	_, joinErr := sched.Join([]string{other.GossipAddr()})
 	t.Logf("observer joining the 64 MiB node: %v", joinErr)

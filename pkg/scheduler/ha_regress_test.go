@@ -128,11 +128,7 @@ func TestSchedulerRefusesMisfitNode(t *testing.T) {
 
 	meta := membershiptest.CacheNode("0misfit")
 	meta.BlockSize = 64 << 20
-	misfit, err := membership.New(membershiptest.Config(meta))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = misfit.Shutdown() })
+	misfit := membershiptest.NewAlone(t, meta)
 	_, joinErr := misfit.Join([]string{s.GossipAddr()})
 	t.Logf("misfit Join through the scheduler: %v", joinErr)
 	time.Sleep(1500 * time.Millisecond)

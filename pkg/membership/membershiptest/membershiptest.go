@@ -71,6 +71,19 @@ func Start(t testing.TB, metas ...membership.NodeMeta) []*membership.Membership 
 	return StartConfigs(t, cfgs...)
 }
 
+// NewAlone starts one member for meta without joining anyone (a misfit
+// whose Join a test checks, a second cluster's seed); it is shut down when
+// the test ends.
+func NewAlone(t testing.TB, meta membership.NodeMeta) *membership.Membership {
+	t.Helper()
+	m, err := membership.New(Config(meta))
+	if err != nil {
+		t.Fatalf("start member %q: %v", meta.ID, err)
+	}
+	t.Cleanup(func() { _ = m.Shutdown() })
+	return m
+}
+
 // StartConfigs is Start with full Configs (a gossip key, a custom tuning).
 func StartConfigs(t testing.TB, cfgs ...membership.Config) []*membership.Membership {
 	t.Helper()
