@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -115,7 +116,7 @@ type Lost struct {
 // Outcome is what a finished task reports: the bytes it read and how they
 // were served (local cache hit, peer cache hit, origin miss).
 type Outcome struct {
-	Bytes    int64 // total bytes read; 0 means LocalHit+PeerHit+Miss
+	Bytes    int64 // total bytes read; 0 means LocalHit+PeerHit+Miss; bytes beyond that sum count as Miss
 	LocalHit int64
 	PeerHit  int64
 	Miss     int64
@@ -126,10 +127,10 @@ func (o *Outcome) validate() error {
 	if o.Bytes < 0 || o.LocalHit < 0 || o.PeerHit < 0 || o.Miss < 0 || o.Duration < 0 {
 		return fmt.Errorf("%w: negative field in %+v", ErrInvalidOutcome, *o)
 	}
-	sum := o.LocalHit + o.PeerHit + o.Miss
-	if sum < 0 { // overflow
+	if o.LocalHit > math.MaxInt64-o.PeerHit || o.LocalHit+o.PeerHit > math.MaxInt64-o.Miss {
 		return fmt.Errorf("%w: byte counts overflow", ErrInvalidOutcome)
 	}
+	sum := o.LocalHit + o.PeerHit + o.Miss
 	if o.Bytes == 0 {
 		o.Bytes = sum
 	}
@@ -137,6 +138,10 @@ func (o *Outcome) validate() error {
 		return fmt.Errorf("%w: bytes %d < local %d + peer %d + miss %d",
 			ErrInvalidOutcome, o.Bytes, o.LocalHit, o.PeerHit, o.Miss)
 	}
+	// Bytes the task did not say were hits were read from the origin:
+	// counting them as misses keeps every hit ratio (the counters' and
+	// locus_task_bytes_total's by source) over the same bytes.
+	o.Miss += o.Bytes - sum
 	return nil
 }
 

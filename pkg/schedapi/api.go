@@ -71,7 +71,7 @@ type PlaceBatchResponse struct {
 type CompleteRequest struct {
 	Job           string `json:"job"`
 	Task          string `json:"task"`
-	Bytes         int64  `json:"bytes"` // 0 = local + peer + miss
+	Bytes         int64  `json:"bytes"` // 0 = local + peer + miss; bytes beyond that sum count as miss bytes
 	LocalHitBytes int64  `json:"local_hit_bytes"`
 	PeerHitBytes  int64  `json:"peer_hit_bytes"`
 	MissBytes     int64  `json:"miss_bytes"`

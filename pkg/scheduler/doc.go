@@ -71,6 +71,11 @@
 //	GET  /v1/lost?job=        the most recently lost tasks
 //	GET  /metrics, /healthz, /readyz, and / (an HTML status page fed by the calls above)
 //
+// Complete: bytes 0 means local_hit_bytes + peer_hit_bytes + miss_bytes;
+// bytes above that sum count as miss bytes (read from the origin), so the
+// hit ratios of /v1/jobs and of locus_task_bytes_total agree; below it the
+// answer is 400.
+//
 // Place: wait_ms 0 means --locality-wait, negative means "do not wait".
 // A task whose allowed slots are busy waits in the queue: for its owner
 // (then its rack, then anywhere, as its waits run out), and then for any

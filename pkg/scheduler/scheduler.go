@@ -94,6 +94,13 @@ type Scheduler struct {
 	// boots is each cache member's NodeMeta.Boot in the View applied
 	// last: a change is a restart (noteBootsLocked).
 	boots map[string]uint64
+	// unconfirmed are completions this term applied whose write to etcd
+	// failed (the caller got 503): a retry, which the placer no longer
+	// knows, is answered from here once the counters are written, instead
+	// of 404 for a task that was completed. Oldest first, at most
+	// maxUnconfirmed; cleared when the term ends.
+	unconfirmed map[taskKey]placement.Locality
+	unconfOrder []taskKey
 
 	seq  atomic.Uint64 // counter-change sequence; written under mu
 	kick chan struct{} // wakes the timer goroutine
@@ -720,10 +727,14 @@ func (s *Scheduler) Complete(ctx context.Context, req schedapi.CompleteRequest) 
 		s.mu.Unlock()
 		return schedapi.CompleteResponse{}, err
 	}
+	key := taskKey{req.Job, req.Task}
 	loc, err := s.p.Complete(req.Job, req.Task, outcomeOf(&t))
+	retry := false
 	if err == nil {
 		s.markDirtyLocked(req.Job)
 		s.settleLocked(time.Now())
+	} else if l, ok := s.unconfirmed[key]; ok && errors.Is(placeError(err), ErrNotFound) {
+		loc, err, retry = l, nil, true
 	}
 	seq := s.seq.Load()
 	s.mu.Unlock()
@@ -731,9 +742,54 @@ func (s *Scheduler) Complete(ctx context.Context, req schedapi.CompleteRequest) 
 		return schedapi.CompleteResponse{}, placeError(err)
 	}
 	if err := s.persisted(ctx, seq); err != nil {
+		if !retry {
+			s.noteUnconfirmed([]taskKey{key}, []placement.Locality{loc})
+		}
 		return schedapi.CompleteResponse{}, err
 	}
+	if retry {
+		s.confirmed([]taskKey{key})
+	}
 	return schedapi.CompleteResponse{Job: req.Job, Task: req.Task, Locality: loc.String()}, nil
+}
+
+// maxUnconfirmed bounds Scheduler.unconfirmed.
+const maxUnconfirmed = 4096
+
+// noteUnconfirmed records completions applied but not written to etcd
+// (their callers got 503 and will retry).
+func (s *Scheduler) noteUnconfirmed(keys []taskKey, locs []placement.Locality) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p == nil {
+		return // the term ended: its completions are the next leader's lost tasks
+	}
+	if s.unconfirmed == nil {
+		s.unconfirmed = map[taskKey]placement.Locality{}
+	}
+	for i, k := range keys {
+		if _, ok := s.unconfirmed[k]; !ok {
+			s.unconfOrder = append(s.unconfOrder, k)
+		}
+		s.unconfirmed[k] = locs[i]
+	}
+	for len(s.unconfOrder) > maxUnconfirmed {
+		delete(s.unconfirmed, s.unconfOrder[0])
+		s.unconfOrder = s.unconfOrder[1:]
+	}
+}
+
+// confirmed forgets completions whose retry was answered: their counters
+// are in etcd now.
+func (s *Scheduler) confirmed(keys []taskKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		delete(s.unconfirmed, k)
+	}
+	if len(s.unconfirmed) == 0 {
+		s.unconfOrder = s.unconfOrder[:0]
+	}
 }
 
 // CompleteBatch completes several tasks of one job in one call. Each task
@@ -752,16 +808,26 @@ func (s *Scheduler) CompleteBatch(ctx context.Context, req schedapi.CompleteBatc
 		return schedapi.CompleteBatchResponse{}, err
 	}
 	done := 0
+	var applied, retried []taskKey
+	var locs []placement.Locality
 	for i := range req.Tasks {
 		t := &req.Tasks[i]
+		key := taskKey{req.Job, t.Task}
 		loc, err := s.p.Complete(req.Job, t.Task, outcomeOf(t))
 		if err != nil {
 			err = placeError(err)
+			if l, ok := s.unconfirmed[key]; ok && errors.Is(err, ErrNotFound) {
+				// A retry of a completion applied earlier, unwritten.
+				retried = append(retried, key)
+				out.Results[i] = schedapi.CompleteResult{Task: t.Task, Locality: l.String(), Status: http.StatusOK}
+				continue
+			}
 			code := CodeOf(err)
 			out.Results[i] = schedapi.CompleteResult{Task: t.Task, Error: err.Error(), Code: code, Status: schedapi.StatusOfCode(code)}
 			continue
 		}
 		done++
+		applied, locs = append(applied, key), append(locs, loc)
 		out.Results[i] = schedapi.CompleteResult{Task: t.Task, Locality: loc.String(), Status: http.StatusOK}
 	}
 	if done > 0 {
@@ -771,7 +837,13 @@ func (s *Scheduler) CompleteBatch(ctx context.Context, req schedapi.CompleteBatc
 	seq := s.seq.Load()
 	s.mu.Unlock()
 	if err := s.persisted(ctx, seq); err != nil {
+		if len(applied) > 0 {
+			s.noteUnconfirmed(applied, locs)
+		}
 		return schedapi.CompleteBatchResponse{}, err
+	}
+	if len(retried) > 0 {
+		s.confirmed(retried)
 	}
 	return out, nil
 }
@@ -1210,6 +1282,7 @@ func (s *Scheduler) uninstall(err error) {
 	s.failWaitersLocked(err)
 	clear(s.dirty)
 	s.dirtyGlobal = false
+	s.unconfirmed, s.unconfOrder = nil, nil
 	s.setServing(false)
 }
 
