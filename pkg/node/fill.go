@@ -79,6 +79,9 @@ func (n *Node) fillThrough(ctx context.Context, rt *fillRoute, obj cache.Object,
 	var segs []fillSeg
 	got := 0
 	for _, o := range rt.earlier {
+		if got >= len(p) {
+			break // a peer sent every byte before its stream failed
+		}
 		m, ok := rt.view.Member(o.ID)
 		if !ok || m.GRPCAddr == "" || n.peers.down(m.GRPCAddr) {
 			continue

@@ -204,7 +204,11 @@ func (p *peerPool) read(ctx context.Context, m membership.Member, obj cache.Obje
 			}
 			return got, sum, p.streamErr(sctx, err)
 		}
-		idle.Reset(p.idle)
+		// The idle timer measures the peer, not this node's reader: it
+		// is stopped while the chunk is checked and handed to emit (whose
+		// reader may be slow: flow control then holds the peer back) and
+		// restarted before the next receive.
+		idle.Stop()
 		if first {
 			// A peer names the version it serves in the header (a node
 			// from before versionHeader does not: its summary still does).
@@ -239,10 +243,11 @@ func (p *peerPool) read(ctx context.Context, m membership.Member, obj cache.Obje
 		}
 		for _, d := range resp.Data {
 			if err := emit(d); err != nil {
-				return got, sum, emitError{err}
+				return got, sum, asEmitError(err)
 			}
 			got += int64(len(d))
 		}
+		idle.Reset(p.idle)
 	}
 }
 

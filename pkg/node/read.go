@@ -184,6 +184,17 @@ type emitError struct{ err error }
 func (e emitError) Error() string { return e.err.Error() }
 func (e emitError) Unwrap() error { return e.err }
 
+// asEmitError marks err as emit's, once: an emit that is itself a wrapped
+// emit (the read path's tracking emit) already returns an emitError, which
+// Read unwraps once to give the caller its own error unchanged.
+func asEmitError(err error) error {
+	var ee emitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return emitError{err}
+}
+
 // readVersion reads one version of the object: block by block, from this
 // node's cache, a peer or the origin.
 func (n *Node) readVersion(ctx context.Context, req readpath.Request, info origin.Info, emit func([]byte) error) (readpath.Summary, error) {
@@ -234,13 +245,20 @@ func (n *Node) readVersion(ctx context.Context, req readpath.Request, info origi
 		var s readpath.Summary
 		var err error
 		switch {
-		case local && len(owners) == 0:
-			serve := n.cache.View
-			if req.Peer {
-				serve = n.cache.ViewVerified // the peer may cache what it gets: check every page
-			}
+		case local && len(owners) == 0 && req.Peer:
+			// The peer may cache what it gets: check every page. A page
+			// this node is filling through an earlier owner for another
+			// read (a replica) is counted as that fill was served.
+			t := fillTally{log: &n.fills, obj: obj, ps: int64(n.cfg.PageSize), pos: off}
 			var r cache.ReadResult
-			r, err = serve(ctx, obj, off, runEnd-off, emit)
+			r, err = n.cache.ViewVerified(ctx, obj, off, runEnd-off, func(p []byte) error {
+				t.see(p)
+				return emit(p)
+			})
+			s = t.summary(r)
+		case local && len(owners) == 0:
+			var r cache.ReadResult
+			r, err = n.cache.View(ctx, obj, off, runEnd-off, emit)
 			s = localSummary(r)
 		case local:
 			s, err = n.viewRouted(ctx, view, slices.Clone(owners), obj, off, runEnd-off, emit)
@@ -274,6 +292,9 @@ func (n *Node) readRemote(ctx context.Context, view *membership.View, owners []r
 		}
 		if !peerFault(ctx, err) || (got > 0 && errors.Is(err, ErrPeerVersion)) {
 			return sum, err // the bytes of another version went out: the read must fail
+		}
+		if off >= end {
+			return sum, nil // every byte came before the stream failed: nothing left to ask for
 		}
 		n.log.Warn("peer read failed; continuing without it", "peer", m.ID, "addr", m.GRPCAddr,
 			"uri", obj.URI, "at", off, "err", err)
