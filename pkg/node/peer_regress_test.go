@@ -26,7 +26,10 @@ func TestSlowReaderLongStream(t *testing.T) {
 	const bigBlock = 32 << 20
 	c := newTCluster(t, tclusterOpts{n: 2, repl: 1, memBytes: 96 << 20, mutate: func(i int, cfg *Config) {
 		cfg.BlockSize = bigBlock
-		cfg.PeerIdleTimeout = 300 * time.Millisecond
+		// Long enough for a first chunk under -race on a loaded machine
+		// (a CI run with 300 ms saw every byte come from the origin), and
+		// well under the consumer's pause below.
+		cfg.PeerIdleTimeout = 2 * time.Second
 		cfg.PeerBackoff = time.Minute
 	}})
 	const size = 4 * bigBlock
@@ -45,6 +48,7 @@ func TestSlowReaderLongStream(t *testing.T) {
 		t.Skip("setup: n1 owns no block")
 	}
 	mustRead(t, n1, readpath.Request{URI: uri, Offset: off, Length: bigBlock})
+	mustRead(t, n0, readpath.Request{URI: uri, Offset: off, Length: 1 << 20}) // n0 dials n1
 	var buf bytes.Buffer
 	var got int64
 	slept := false
@@ -52,7 +56,7 @@ func TestSlowReaderLongStream(t *testing.T) {
 		got += int64(len(p))
 		if !slept && got > 4<<20 {
 			slept = true
-			time.Sleep(time.Second) // the consumer pauses; the owner is healthy
+			time.Sleep(5 * time.Second) // the consumer pauses; the owner is healthy
 		}
 		buf.Write(p)
 		return nil
