@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -74,8 +75,9 @@ type StatCache struct {
 	cfg   StatCacheConfig
 	group singleflight.Group
 
-	mu  sync.Mutex                        // guards lru
-	lru *simplelru.LRU[string, statEntry] // uri → entry
+	mu     sync.Mutex                        // guards lru and stores
+	lru    *simplelru.LRU[string, statEntry] // uri → entry
+	stores uint64                            // entries stored so far; an entry's seq is the count when it was stored
 
 	// gens counts invalidations per stripe of URIs (maphash of the URI).
 	// A Stat flight is keyed by its URI and stripe generation and stores
@@ -91,6 +93,7 @@ type StatCache struct {
 type statEntry struct {
 	info    Info
 	expires time.Time
+	seq     uint64 // StatCache.stores when stored: a listing replaces only entries older than itself
 }
 
 // NewStatCache wraps store.
@@ -143,7 +146,7 @@ func (c *StatCache) Stat(ctx context.Context, uri string) (Info, error) {
 			}
 			return Info{}, err
 		}
-		c.putIf(uri, info, g)
+		c.putIf(uri, info, g, math.MaxUint64)
 		return info, nil
 	})
 	select {
@@ -162,17 +165,24 @@ func (c *StatCache) Stat(ctx context.Context, uri string) (Info, error) {
 }
 
 func (c *StatCache) put(uri string, info Info) {
-	c.putIf(uri, info, c.gen(uri).Load())
+	c.putIf(uri, info, c.gen(uri).Load(), math.MaxUint64)
 }
 
-// putIf caches info unless uri's stripe was invalidated since generation g.
-func (c *StatCache) putIf(uri string, info Info, g uint64) {
+// putIf caches info unless uri's stripe was invalidated since generation
+// g, or uri has an entry stored after the first before stores (a
+// listing's answer, read before that entry's Stat, must not replace it).
+func (c *StatCache) putIf(uri string, info Info, g, before uint64) {
 	expires := c.cfg.Now().Add(c.cfg.TTL)
 	c.mu.Lock()
-	if c.gen(uri).Load() == g {
-		c.lru.Add(uri, statEntry{info: info, expires: expires})
+	defer c.mu.Unlock()
+	if c.gen(uri).Load() != g {
+		return
 	}
-	c.mu.Unlock()
+	if e, ok := c.lru.Peek(uri); ok && e.seq >= before {
+		return
+	}
+	c.lru.Add(uri, statEntry{info: info, expires: expires, seq: c.stores})
+	c.stores++
 }
 
 // Invalidate drops the entry for uri; a Stat of uri already in flight will
@@ -198,14 +208,20 @@ func (c *StatCache) ReadAt(ctx context.Context, uri, version string, p []byte, o
 
 // List implements Store. It caches each entry listed unless its URI's
 // stripe was invalidated after the listing began (the store may have read
-// that entry before the invalidation).
+// that entry before the invalidation), or its URI was stored after the
+// listing began (a Stat that saw a newer version while the listing walked
+// its pages: the listing's answer may be older, and would roll the entry
+// back to it for a whole TTL).
 func (c *StatCache) List(ctx context.Context, prefix string, fn func(Info) error) error {
 	var start [len(c.gens)]uint64
 	for i := range c.gens {
 		start[i] = c.gens[i].Load()
 	}
+	c.mu.Lock()
+	before := c.stores
+	c.mu.Unlock()
 	return c.store.List(ctx, prefix, func(info Info) error {
-		c.putIf(info.URI, info, start[c.stripe(info.URI)])
+		c.putIf(info.URI, info, start[c.stripe(info.URI)], before)
 		return fn(info)
 	})
 }
