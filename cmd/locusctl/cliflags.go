@@ -264,11 +264,25 @@ func ratio(r float64, n int64) string {
 }
 
 // withSignals adapts a command's main to the command table: it runs main
-// with a context that SIGINT and SIGTERM cancel.
+// with a context that SIGINT and SIGTERM cancel. The first signal cancels
+// it; a second one gets the default action (the process ends at once), for
+// when the clean-up hangs. An error main returns after a signal is
+// errInterrupted (what the cancellation broke is not the story).
 func withSignals(main func(ctx context.Context, args []string, stdout, stderr io.Writer) error) func(args []string, stdout, stderr io.Writer) error {
 	return func(args []string, stdout, stderr io.Writer) error {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		return main(ctx, args, stdout, stderr)
+		return runWithSignals(context.Background(), main, args, stdout, stderr)
 	}
+}
+
+// runWithSignals is withSignals' body, with the context the signals'
+// context derives from (a test cancels it as a signal would).
+func runWithSignals(base context.Context, main func(ctx context.Context, args []string, stdout, stderr io.Writer) error, args []string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(base, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	err := main(ctx, args, stdout, stderr)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errUsage) {
+		return fmt.Errorf("%w (%v)", errInterrupted, err)
+	}
+	return err
 }

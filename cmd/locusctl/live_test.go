@@ -73,7 +73,7 @@ func liveDataset(t *testing.T, c *localcluster.Cluster, name string, rowGroups i
 	t.Helper()
 	name = fmt.Sprintf("%s-%d", name, datasetSeq.Add(1))
 	dir := filepath.Join(c.DataRoot, localcluster.GatewayBucket, name)
-	ds, err := localcluster.WriteDataset(dir, localcluster.DatasetSpec{RowGroups: rowGroups, PerFile: 4, Rows: int64(rowGroups) * 1000})
+	ds, err := localcluster.WriteDataset(context.Background(), dir, localcluster.DatasetSpec{RowGroups: rowGroups, PerFile: 4, Rows: int64(rowGroups) * 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

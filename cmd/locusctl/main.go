@@ -39,6 +39,11 @@ var commands = map[string]command{
 // errUsage marks an error caused by bad arguments: locusctl exits with 2.
 var errUsage = errors.New("usage error")
 
+// errInterrupted marks a command stopped by SIGINT or SIGTERM before it
+// finished: locusctl says so and exits with 130, the shell's code for an
+// interrupt, instead of reporting what the cancellation broke.
+var errInterrupted = errors.New("interrupted")
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -65,6 +70,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := cmd.run(args[1:], stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
+		}
+		if errors.Is(err, errInterrupted) {
+			fmt.Fprintf(stderr, "locusctl %s: interrupted\n", args[0])
+			return 130
 		}
 		fmt.Fprintf(stderr, "locusctl %s: %v\n", args[0], err)
 		if errors.Is(err, errUsage) {

@@ -26,7 +26,7 @@ import (
 // dataset writes 8 row groups (2 files), 8000 rows, under dir.
 func dataset(t *testing.T, dir string) localcluster.Dataset {
 	t.Helper()
-	ds, err := localcluster.WriteDataset(dir, localcluster.DatasetSpec{RowGroups: 8, PerFile: 4, Rows: 8000})
+	ds, err := localcluster.WriteDataset(context.Background(), dir, localcluster.DatasetSpec{RowGroups: 8, PerFile: 4, Rows: 8000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,7 +126,7 @@ func TestStat(t *testing.T) {
 // refuses it without them.
 func TestStatMTLS(t *testing.T) {
 	dir := t.TempDir()
-	ds, err := localcluster.WriteDataset(dir, localcluster.DatasetSpec{RowGroups: 2, Rows: 200})
+	ds, err := localcluster.WriteDataset(context.Background(), dir, localcluster.DatasetSpec{RowGroups: 2, Rows: 200})
 	if err != nil {
 		t.Fatal(err)
 	}

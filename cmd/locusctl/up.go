@@ -42,9 +42,11 @@ service, and a short workload over it:
 Then it prints the endpoints and example calls and keeps running until
 Ctrl-C (SIGINT or SIGTERM): the nodes drain, the scheduler and the nodes
 stop, DIR is removed (unless --keep or --dir), and it exits 0. With
---no-wait it stops right after the workload (CI runs it that way). It
-exits 1 if a pass fails or reads a different number of rows than were
-written.
+--no-wait it stops right after the workload (CI runs it that way), and
+says the endpoints it printed stop with it. It exits 1 if a pass fails or reads a different
+number of rows than were written; Ctrl-C before the cluster serves stops
+it, says "interrupted" and exits 130, and a second Ctrl-C ends the
+process at once.
 
 Flags:
   --dir DIR             working directory (default: a new temporary one,
@@ -190,7 +192,7 @@ func upMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err := os.RemoveAll(dataDir); err != nil {
 		return err
 	}
-	ds, err := localcluster.WriteDataset(dataDir, localcluster.DatasetSpec{RowGroups: o.tasks, Rows: o.rows})
+	ds, err := localcluster.WriteDataset(ctx, dataDir, localcluster.DatasetSpec{RowGroups: o.tasks, Rows: o.rows})
 	if err != nil {
 		return err
 	}
@@ -254,6 +256,7 @@ func upMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 
 	printEndpoints(stdout, c, plan, o)
 	if o.noWait {
+		fmt.Fprintln(stdout, "\n(--no-wait: the cluster stops now, so these endpoints stop answering; run without --no-wait to keep it up.)")
 		return nil
 	}
 	fmt.Fprintln(stdout, "\nRunning. Press Ctrl-C to stop.")

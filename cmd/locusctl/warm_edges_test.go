@@ -112,7 +112,7 @@ func TestWarmOutsideNodeRoot(t *testing.T) {
 	c := liveCluster(t)
 	withEnv(t, nil)
 	dir := t.TempDir()
-	if _, err := localcluster.WriteDataset(filepath.Join(dir, "ds"), localcluster.DatasetSpec{RowGroups: 2, PerFile: 2, Rows: 2000}); err != nil {
+	if _, err := localcluster.WriteDataset(context.Background(), filepath.Join(dir, "ds"), localcluster.DatasetSpec{RowGroups: 2, PerFile: 2, Rows: 2000}); err != nil {
 		t.Fatal(err)
 	}
 	prefix := "file://" + filepath.Join(dir, "ds") + "/"

@@ -167,7 +167,13 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
-	root, err := filepath.EvalSymlinks(cfg.Dir) // the file store refuses links out of its root
+	// Absolute first: the data root becomes file:// URIs, which cannot
+	// be relative (a relative --dir or TMPDIR gave "file://demo/...").
+	abs, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("localcluster: %w", err)
+	}
+	root, err := filepath.EvalSymlinks(abs) // the file store refuses links out of its root
 	if err != nil {
 		return nil, fmt.Errorf("localcluster: %w", err)
 	}

@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -86,8 +87,9 @@ var kinds = []string{"view", "click", "add_to_cart", "purchase", "search"}
 // WriteDataset writes the table spec describes into dir as
 // part-00000.parquet, part-00001.parquet, ... with arrow-go (pqarrow), about
 // spec.Rows/spec.RowGroups rows per row group. Existing files of those
-// names are replaced.
-func WriteDataset(dir string, spec DatasetSpec) (Dataset, error) {
+// names are replaced. When ctx ends it stops within a slice of a row group
+// and returns ctx's error, leaving the file it was writing unwritten.
+func WriteDataset(ctx context.Context, dir string, spec DatasetSpec) (Dataset, error) {
 	if err := spec.validate(); err != nil {
 		return Dataset{}, err
 	}
@@ -105,7 +107,7 @@ func WriteDataset(dir string, spec DatasetSpec) (Dataset, error) {
 		for g := int64(f * spec.PerFile); g < int64(min((f+1)*spec.PerFile, spec.RowGroups)); g++ {
 			sizes = append(sizes, (g+1)*spec.Rows/groups-g*spec.Rows/groups)
 		}
-		n, err := writeFile(path, rng, &id, sizes)
+		n, err := writeFile(ctx, path, rng, &id, sizes)
 		if err != nil {
 			return Dataset{}, err
 		}
@@ -118,7 +120,7 @@ func WriteDataset(dir string, spec DatasetSpec) (Dataset, error) {
 
 // writeFile writes one file whose row groups hold sizes[i] rows, ids from
 // *id on, and returns its size.
-func writeFile(path string, rng *rand.Rand, id *int64, sizes []int64) (int64, error) {
+func writeFile(ctx context.Context, path string, rng *rand.Rand, id *int64, sizes []int64) (int64, error) {
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
@@ -136,7 +138,16 @@ func writeFile(path string, rng *rand.Rand, id *int64, sizes []int64) (int64, er
 		return 0, fmt.Errorf("localcluster: %s: %w", path, err)
 	}
 	for _, n := range sizes {
-		rec := batch(rng, *id, n)
+		if err := ctx.Err(); err != nil {
+			w.Close()
+			return 0, err
+		}
+		rec := batch(ctx, rng, *id, n)
+		if err := ctx.Err(); err != nil {
+			rec.Release()
+			w.Close()
+			return 0, err
+		}
 		*id += n
 		w.NewBufferedRowGroup()
 		err := w.WriteBuffered(rec)
@@ -159,8 +170,9 @@ func writeFile(path string, rng *rand.Rand, id *int64, sizes []int64) (int64, er
 	return st.Size(), nil
 }
 
-// batch builds n rows with ids from first on.
-func batch(rng *rand.Rand, first, n int64) arrow.RecordBatch {
+// batch builds n rows with ids from first on; when ctx ends it stops
+// early (the caller then drops the batch).
+func batch(ctx context.Context, rng *rand.Rand, first, n int64) arrow.RecordBatch {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, Schema)
 	defer b.Release()
 	ids := b.Field(0).(*array.Int64Builder)
@@ -172,6 +184,9 @@ func batch(rng *rand.Rand, first, n int64) arrow.RecordBatch {
 	const t0 = 1_767_225_600_000 // 2026-01-01T00:00:00Z in ms
 	var buf []byte
 	for i := range n {
+		if i&(1<<16-1) == 0 && ctx.Err() != nil {
+			break
+		}
 		id := first + i
 		ids.Append(id)
 		users.Append("user-" + strconv.Itoa(rng.IntN(5000)))

@@ -28,7 +28,7 @@ func TestWriteDataset(t *testing.T) {
 		{DatasetSpec{RowGroups: 1, PerFile: 4, Rows: 1}, 1, 1, 1},
 	} {
 		sub := filepath.Join(dir, filepath.Base(t.Name()), time.Now().Format("150405.000000000"))
-		ds, err := WriteDataset(sub, tc.spec)
+		ds, err := WriteDataset(context.Background(), sub, tc.spec)
 		if err != nil {
 			t.Fatalf("%+v: %v", tc.spec, err)
 		}
@@ -52,7 +52,7 @@ func TestWriteDataset(t *testing.T) {
 		}
 	}
 	for _, bad := range []DatasetSpec{{RowGroups: 10, Rows: 5}, {Rows: -1}, {PerFile: -2}} {
-		if _, err := WriteDataset(dir, bad); !errors.Is(err, ErrInvalidDataset) {
+		if _, err := WriteDataset(context.Background(), dir, bad); !errors.Is(err, ErrInvalidDataset) {
 			t.Errorf("WriteDataset(%+v) = %v, want ErrInvalidDataset", bad, err)
 		}
 	}
@@ -91,7 +91,7 @@ func testClusterPasses(t *testing.T, repl int) {
 	if repl == 0 {
 		repl = DefaultReplication
 	}
-	ds, err := WriteDataset(filepath.Join(c.DataRoot, "lake", "events"), DatasetSpec{RowGroups: 12, Rows: 30_000})
+	ds, err := WriteDataset(context.Background(), filepath.Join(c.DataRoot, "lake", "events"), DatasetSpec{RowGroups: 12, Rows: 30_000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestClusterManyPasses(t *testing.T) {
 			t.Errorf("Stop: %v", err)
 		}
 	}()
-	ds, err := WriteDataset(filepath.Join(c.DataRoot, "lake", "events"), DatasetSpec{RowGroups: 12, Rows: 30_000})
+	ds, err := WriteDataset(context.Background(), filepath.Join(c.DataRoot, "lake", "events"), DatasetSpec{RowGroups: 12, Rows: 30_000})
 	if err != nil {
 		t.Fatal(err)
 	}
