@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -306,7 +307,20 @@ func waitMS(wait time.Duration) int64 {
 	case wait == 0:
 		return 0
 	}
-	return int64((wait + time.Millisecond - 1) / time.Millisecond)
+	ms := int64(wait / time.Millisecond)
+	if wait%time.Millisecond != 0 {
+		ms++ // rounded up; no overflow: wait/ms is far below MaxInt64
+	}
+	return ms
+}
+
+// twice is 2 x d, saturating (a wait of "forever" must not wrap to a
+// negative timeout extension).
+func twice(d time.Duration) time.Duration {
+	if d > math.MaxInt64/2 {
+		return math.MaxInt64
+	}
+	return 2 * d
 }
 
 func durationMS(d time.Duration) int64 {
@@ -336,7 +350,7 @@ func (s *Scheduler) Place(ctx context.Context, job, task string, split Split, wa
 		return Placement{}, err
 	}
 	var p Placement
-	raw, err := s.do(ctx, http.MethodPost, "/v1/place", body, 2*wait)
+	raw, err := s.do(ctx, http.MethodPost, "/v1/place", body, twice(wait))
 	if err != nil {
 		return Placement{}, err
 	}
@@ -362,7 +376,7 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, job string, tasks []BatchTas
 		req.Tasks[i] = schedapi.BatchTask{Task: t.Task, Split: schedSplit(t.Split)}
 	}
 	body := schedapi.AppendPlaceBatchRequest(make([]byte, 0, 64+len(tasks)*128), &req)
-	raw, err := s.do(ctx, http.MethodPost, "/v1/place/batch", body, 2*wait)
+	raw, err := s.do(ctx, http.MethodPost, "/v1/place/batch", body, twice(wait))
 	if err != nil {
 		return nil, err
 	}
@@ -507,7 +521,7 @@ func decode(raw []byte, v any, path string) error {
 func (s *Scheduler) do(ctx context.Context, method, path string, body []byte, extra time.Duration) ([]byte, error) {
 	if s.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout+max(extra, 0))
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout+min(max(extra, 0), math.MaxInt64-s.cfg.Timeout))
 		defer cancel()
 	}
 	base := s.base.Load()

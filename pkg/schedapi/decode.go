@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // DecodeJSON reads exactly one JSON value from r into v, strictly, as the
@@ -176,6 +177,12 @@ func decodeRequest[T any](b []byte, fast func([]byte) (T, bool)) (T, error) {
 		return v, nil
 	}
 	var v T
+	if !utf8.Valid(b) {
+		// encoding/json would replace each bad byte with U+FFFD: "j\xff"
+		// and "j\xfe" would become one job, and a split's URI another
+		// object's name.
+		return v, badRequest("request body is not valid UTF-8")
+	}
 	err := DecodeJSON(bytes.NewReader(b), &v)
 	return v, err
 }
