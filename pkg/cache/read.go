@@ -352,6 +352,18 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 			c.uncount(o, &refs[j], int64(hi-lo))
 		}
 	}
+	if err != nil && !retry {
+		// The read stopped (its reader's error or its context) before
+		// the pages from i on: plan counted them as hits, but no one was
+		// served them. (Their misses stay counted: those pages were
+		// fetched from the origin all the same.)
+		for j := i; j < len(refs); j++ {
+			if refs[j].kind == refHit {
+				lo, hi := within(off, end, ps, refs[j].page)
+				c.uncount(o, &refs[j], int64(hi-lo))
+			}
+		}
+	}
 	delivered = true
 	c.releaseRefs(refs[i:], runs)
 	clear(refs) // drop flight pointers so the pool does not keep them

@@ -56,7 +56,7 @@ func newMetrics() *metrics {
 		}, []string{"source"}),
 		peerServed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "locus_peer_served_bytes_total",
-			Help: "Bytes this node served to other nodes' peer reads, by source: local (its cache) or origin (filled on a miss).",
+			Help: "Bytes this node served to other nodes' peer reads, by source: local (its cache), peer (a replica's fill from an earlier owner's cache that the read joined) or origin (filled on a miss).",
 		}, []string{"source"}),
 		readDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "locus_read_duration_seconds",
@@ -84,6 +84,7 @@ func newMetrics() *metrics {
 		m.bytesRead.WithLabelValues(s.String())
 	}
 	m.peerServed.WithLabelValues("local")
+	m.peerServed.WithLabelValues("peer")
 	m.peerServed.WithLabelValues("origin")
 	m.readDuration.WithLabelValues("client")
 	m.readDuration.WithLabelValues("peer")
@@ -110,6 +111,7 @@ func (m *metrics) observeRead(peer bool, s readpath.Summary, err error, d time.D
 	m.readDuration.WithLabelValues(kind).Observe(d.Seconds())
 	if peer {
 		m.peerServed.WithLabelValues("local").Add(float64(s.LocalHitBytes))
+		m.peerServed.WithLabelValues("peer").Add(float64(s.PeerHitBytes))
 		m.peerServed.WithLabelValues("origin").Add(float64(s.OriginBytes))
 		return
 	}
@@ -183,8 +185,16 @@ func (s countingStore) ReadAt(ctx context.Context, uri, version string, p []byte
 }
 
 func (s countingStore) List(ctx context.Context, prefix string, fn func(origin.Info) error) error {
-	err := s.Store.List(ctx, prefix, fn)
-	s.m.originRequests.WithLabelValues("list", originStatus(err)).Inc()
+	var stopped error // fn's own error: the caller stopped the listing, the origin did not fail
+	err := s.Store.List(ctx, prefix, func(info origin.Info) error {
+		stopped = fn(info)
+		return stopped
+	})
+	e := err
+	if stopped != nil && errors.Is(err, stopped) {
+		e = nil
+	}
+	s.m.originRequests.WithLabelValues("list", originStatus(e)).Inc()
 	return err
 }
 

@@ -75,7 +75,7 @@ func (n *Node) footer(ctx context.Context, info origin.Info) (*parquetx.Footer, 
 			return nil, fmt.Errorf("%w: %s", parquetx.ErrNotParquet, info.URI)
 		}
 	}
-	return n.footers.GetOrLoad(ctx, k, func(ctx context.Context) (*parquetx.Footer, error) {
+	return n.footers.LoadMissed(ctx, k, func(ctx context.Context) (*parquetx.Footer, error) {
 		return parquetx.ReadFooter(&readerAt{ctx: ctx, n: n, info: info}, info.Size)
 	})
 }
@@ -96,8 +96,8 @@ func (r *readerAt) ReadAt(p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	k := 0
-	_, err := r.n.Read(r.ctx, readpath.Request{URI: r.info.URI, Offset: off, Length: int64(len(p)), ExpectedVersion: r.info.Version},
-		func(b []byte) error { k += copy(p[k:], b); return nil })
+	_, err := r.n.read(r.ctx, readpath.Request{URI: r.info.URI, Offset: off, Length: int64(len(p)), ExpectedVersion: r.info.Version},
+		func(b []byte) error { k += copy(p[k:], b); return nil }, false)
 	if err != nil {
 		return k, err
 	}

@@ -117,12 +117,31 @@ func (n *Node) statVersion(ctx context.Context, uri, want string) (origin.Info, 
 // cache.ErrVersionChanged, cache.ErrOutOfRange (offset past the end),
 // ErrStopped, context errors, or emit's error unchanged.
 func (n *Node) Read(ctx context.Context, req readpath.Request, emit func(p []byte) error) (sum readpath.Summary, err error) {
+	return n.read(ctx, req, emit, true)
+}
+
+// read is Read; observe says whether the read is recorded in the read
+// metrics (locus_reads_total, locus_read_duration_seconds,
+// locus_cache_bytes_read_total): not for the node's own reads of a Parquet
+// footer or magic for Stat, which no client asked for (their pages still
+// count as cache hits and misses).
+func (n *Node) read(ctx context.Context, req readpath.Request, emit func(p []byte) error, observe bool) (sum readpath.Summary, err error) {
 	start := time.Now()
 	if !n.enter() {
 		return sum, ErrStopped
 	}
 	defer n.exit()
-	defer func() { n.metrics.observeRead(req.Peer, sum, err, time.Since(start)) }()
+	emitFailed := false // emit's error ends the read: the reader went away, not this node
+	defer func() {
+		if !observe {
+			return
+		}
+		merr := err
+		if emitFailed {
+			merr = context.Canceled // recorded as the gRPC path records a client hang-up
+		}
+		n.metrics.observeRead(req.Peer, sum, merr, time.Since(start))
+	}()
 	sum.NodeID = n.cfg.ID
 	if err := req.Validate(); err != nil {
 		return sum, fmt.Errorf("%w: %w", cache.ErrInvalidRange, err)
@@ -150,6 +169,7 @@ func (n *Node) Read(ctx context.Context, req readpath.Request, emit func(p []byt
 		}
 		var ee emitError
 		if errors.As(err, &ee) {
+			emitFailed = true
 			return s, ee.err
 		}
 		if !isVersionChanged(err) {

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"math"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -85,14 +87,22 @@ func (s *service) ReadRange(req *cachev1.ReadRangeRequest, stream grpc.ServerStr
 
 // Stat answers size, version, modification time and, for Parquet objects,
 // the row groups and their column chunks.
+// The times UnixNano can represent (int64 nanoseconds since 1970).
+var (
+	minUnixNano = time.Unix(0, math.MinInt64)
+	maxUnixNano = time.Unix(0, math.MaxInt64)
+)
+
 func (s *service) Stat(ctx context.Context, req *cachev1.StatRequest) (*cachev1.StatResponse, error) {
 	info, f, err := s.n.StatParquet(ctx, req.GetUri())
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	resp := &cachev1.StatResponse{Uri: info.URI, Size: info.Size, Version: info.Version}
-	if !info.ModTime.IsZero() {
-		resp.LastModifiedUnixNano = info.ModTime.UnixNano()
+	// 0 means the origin did not say; so does a time UnixNano cannot hold
+	// (before 1678 or after 2262: it would wrap to another date).
+	if t := info.ModTime; !t.IsZero() && t.After(minUnixNano) && t.Before(maxUnixNano) {
+		resp.LastModifiedUnixNano = t.UnixNano()
 	}
 	if f != nil {
 		resp.Parquet = true

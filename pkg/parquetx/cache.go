@@ -144,6 +144,12 @@ func (c *FooterCache) GetOrLoad(ctx context.Context, k FooterKey, load func(cont
 	if f, ok := c.Get(k); ok {
 		return f, nil
 	}
+	return c.LoadMissed(ctx, k, load)
+}
+
+// LoadMissed is GetOrLoad for a caller whose own Get just missed k (and
+// counted the miss): it loads without looking k up, and counting, again.
+func (c *FooterCache) LoadMissed(ctx context.Context, k FooterKey, load func(context.Context) (*Footer, error)) (*Footer, error) {
 	ch := c.group.DoChan(k.URI+"\x00"+k.Version, func() (any, error) {
 		c.mu.Lock()
 		f, ok := c.lru.Peek(k) // filled while we waited for the flight
