@@ -253,27 +253,7 @@ func TestReplicaWaiterCountsPeer(t *testing.T) {
 	uri := "s3://bkt/waiter.bin"
 	data := randBytes(72, size)
 	c.mem.Put(uri, data)
-	gate := make(chan struct{})
-	inner := chunkPeer(data, 1<<30, nil, false, false)
-	fake := &fakePeer{readRange: func(req *cachev1.ReadRangeRequest, s grpc.ServerStreamingServer[cachev1.ReadRangeResponse]) error {
-		<-gate
-		if err := inner.readRange(req, s); err != nil {
-			return err
-		}
-		sum := readpath.Summary{Bytes: req.GetLength(), LocalHitBytes: req.GetLength(), Version: req.GetExpectedVersion(), ObjectSize: size}
-		return s.Send(&cachev1.ReadRangeResponse{Msg: &cachev1.ReadRangeResponse_Summary{Summary: sum.ToProto()}})
-	}}
-	c.addMember("zz-owner", startFakePeer(t, fake))
-	b := listBlock(t, c, uri, size/tBlock, "zz-owner", "n0")
-	n := c.nodes[0]
-	req := readpath.Request{URI: uri, Offset: b * tBlock, Length: tBlock}
-	missPages := func() int64 {
-		var p int64
-		for _, m := range n.CacheStats().Misses {
-			p += m.Pages
-		}
-		return p
-	}
+	gate, fake, n, req, missPages := gatedOwnerReplica(t, c, uri, data)
 	type result struct {
 		got []byte
 		s   readpath.Summary
@@ -311,4 +291,34 @@ func TestReplicaWaiterCountsPeer(t *testing.T) {
 	if calls := fake.calls.Load(); calls != 1 {
 		t.Fatalf("the owner was asked %d times, want once", calls)
 	}
+}
+
+// gatedOwnerReplica makes the one node of c (n0) the replica of a block
+// of uri whose owner is a fake peer (zz-owner) serving data from its
+// cache once gate is closed. It returns the gate, the fake owner, n0, a
+// request for that block, and a count of n0's cache misses.
+func gatedOwnerReplica(t *testing.T, c *tcluster, uri string, data []byte) (chan struct{}, *fakePeer, *Node, readpath.Request, func() int64) {
+	t.Helper()
+	size := int64(len(data))
+	gate := make(chan struct{})
+	inner := chunkPeer(data, 1<<30, nil, false, false)
+	fake := &fakePeer{readRange: func(req *cachev1.ReadRangeRequest, s grpc.ServerStreamingServer[cachev1.ReadRangeResponse]) error {
+		<-gate
+		if err := inner.readRange(req, s); err != nil {
+			return err
+		}
+		sum := readpath.Summary{Bytes: req.GetLength(), LocalHitBytes: req.GetLength(), Version: req.GetExpectedVersion(), ObjectSize: size}
+		return s.Send(&cachev1.ReadRangeResponse{Msg: &cachev1.ReadRangeResponse_Summary{Summary: sum.ToProto()}})
+	}}
+	c.addMember("zz-owner", startFakePeer(t, fake))
+	b := listBlock(t, c, uri, size/tBlock, "zz-owner", "n0")
+	n := c.nodes[0]
+	missPages := func() int64 {
+		var p int64
+		for _, m := range n.CacheStats().Misses {
+			p += m.Pages
+		}
+		return p
+	}
+	return gate, fake, n, readpath.Request{URI: uri, Offset: b * tBlock, Length: tBlock}, missPages
 }

@@ -149,27 +149,7 @@ func TestPeerWaiterOnRoutedFillIsNotOrigin(t *testing.T) {
 	uri := "s3://bkt/peer-waiter.bin"
 	data := randBytes(73, size)
 	c.mem.Put(uri, data)
-	gate := make(chan struct{})
-	inner := chunkPeer(data, 1<<30, nil, false, false)
-	fake := &fakePeer{readRange: func(req *cachev1.ReadRangeRequest, s grpc.ServerStreamingServer[cachev1.ReadRangeResponse]) error {
-		<-gate
-		if err := inner.readRange(req, s); err != nil {
-			return err
-		}
-		sum := readpath.Summary{Bytes: req.GetLength(), LocalHitBytes: req.GetLength(), Version: req.GetExpectedVersion(), ObjectSize: size}
-		return s.Send(&cachev1.ReadRangeResponse{Msg: &cachev1.ReadRangeResponse_Summary{Summary: sum.ToProto()}})
-	}}
-	c.addMember("zz-owner", startFakePeer(t, fake))
-	b := listBlock(t, c, uri, size/tBlock, "zz-owner", "n0")
-	n := c.nodes[0]
-	req := readpath.Request{URI: uri, Offset: b * tBlock, Length: tBlock}
-	missPages := func() int64 {
-		var p int64
-		for _, m := range n.CacheStats().Misses {
-			p += m.Pages
-		}
-		return p
-	}
+	gate, fake, n, req, missPages := gatedOwnerReplica(t, c, uri, data)
 	waitMisses := func(want int64) {
 		for i := 0; missPages() < want; i++ {
 			if i > 5000 {
