@@ -12,9 +12,12 @@ import (
 // between one half and the whole history window. At 10 bits and 4 probes
 // per entry about 1.5% of cold misses are misfiled as capacity misses.
 //
-// Two kinds of fingerprint share the filters: evicted pages (by object and
-// page) and invalidated pages (by URI and page, version left out, so the
-// next version's miss finds it).
+// Three kinds of fingerprint share the filters: evicted pages (by object
+// and page), invalidated pages (by URI and page, version left out, so the
+// next version's miss finds it) and pages dropped as corrupt. The last two
+// are looked up only while the filters hold some of their kind (marks), so
+// a node that never invalidated or found a corrupt page files none of its
+// misses under those causes.
 type history struct {
 	mu    sync.Mutex // guards everything below
 	gens  [2][]uint64
@@ -22,7 +25,20 @@ type history struct {
 	count int // inserts into gens[cur]
 	per   int // inserts per generation
 	mask  uint64
+	// marks[k][g] counts the fingerprints of kind k (markInvalidated,
+	// markCorrupt) in gens[g]. classify looks a kind up only while its
+	// count is not 0: the filters' false positives would otherwise file
+	// cold misses as invalidated or corrupt on a node that never
+	// invalidated or dropped a corrupt page (a false alarm on
+	// locus_cache_misses_total{cause="corrupt"}).
+	marks [2][2]int
 }
+
+// The kinds of mark counted in history.marks.
+const (
+	markInvalidated = iota
+	markCorrupt
+)
 
 func newHistory(pages int) *history {
 	per := max(pages/2, 1024)
@@ -49,12 +65,21 @@ func corruptFP(o *object, page int64) uint64 {
 	return mix64(o.hash ^ uint64(page)*0x9e3779b97f4a7c15 ^ 0x636f7272)
 }
 
-func (h *history) add(fp uint64) {
+func (h *history) add(fp uint64) { h.addKind(fp, -1) }
+
+// mark adds fp, a fingerprint of kind k (markInvalidated, markCorrupt).
+func (h *history) mark(fp uint64, k int) { h.addKind(fp, k) }
+
+func (h *history) addKind(fp uint64, k int) {
 	h.mu.Lock()
 	if h.count >= h.per {
 		h.cur ^= 1
 		clear(h.gens[h.cur])
 		h.count = 0
+		h.marks[markInvalidated][h.cur], h.marks[markCorrupt][h.cur] = 0, 0
+	}
+	if k >= 0 {
+		h.marks[k][h.cur]++
 	}
 	g := h.gens[h.cur]
 	a, b := fp, fp>>32|fp<<32
@@ -96,12 +121,19 @@ func (h *history) classify(o *object, p int64) MissCause {
 	switch {
 	case h.contains(evictedFP(o, p)):
 		return MissCapacity
-	case o.replaced || h.contains(invalidatedFP(o, p)):
+	case o.replaced || (h.marked(markInvalidated) && h.contains(invalidatedFP(o, p))):
 		return MissInvalidated
-	case h.contains(corruptFP(o, p)):
+	case h.marked(markCorrupt) && h.contains(corruptFP(o, p)):
 		return MissCorrupt
 	}
 	return MissCold
+}
+
+// marked reports whether the filters hold a fingerprint of kind k.
+func (h *history) marked(k int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.marks[k][0]+h.marks[k][1] > 0
 }
 
 // mix64 is the splitmix64 finaliser: a bijection on uint64 that spreads

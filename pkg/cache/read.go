@@ -314,7 +314,10 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 			case <-ctx.Done():
 				// Leave the flight: its leader adds a buffer reference for
 				// us that is never dropped; the buffer goes to the garbage
-				// collector instead of the pool.
+				// collector instead of the pool. The page is not served:
+				// take back the miss plan counted (its leader counts the
+				// fetch).
+				c.uncount(o, r, int64(hi-lo))
 				r.fl = nil
 				err = ctx.Err()
 				continue
@@ -354,11 +357,12 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 	}
 	if err != nil && !retry {
 		// The read stopped (its reader's error or its context) before
-		// the pages from i on: plan counted them as hits, but no one was
-		// served them. (Their misses stay counted: those pages were
-		// fetched from the origin all the same.)
+		// the pages from i on: plan counted them as hits, or as misses
+		// of flights another read leads (which counts the fetch), but
+		// no one was served them. (The misses of pages this read fetched
+		// itself stay counted: the origin sent them all the same.)
 		for j := i; j < len(refs); j++ {
-			if refs[j].kind == refHit {
+			if refs[j].kind == refHit || refs[j].kind == refWait {
 				lo, hi := within(off, end, ps, refs[j].page)
 				c.uncount(o, &refs[j], int64(hi-lo))
 			}
@@ -550,7 +554,7 @@ func (c *Cache) dropCorrupt(o *object, p int64, slot uint32, bytes int64) {
 		return
 	}
 	sh.st.corrupt++
-	c.hist.add(corruptFP(o, p))
+	c.hist.mark(corruptFP(o, p), markCorrupt)
 	c.cfg.Logger.Warn("cache: page failed its checksum; dropped, refetching",
 		"uri", o.URI, "version", o.Version, "page", p, "slot", slot)
 	c.dropAndClear(sh, pk, slot)
@@ -839,14 +843,14 @@ func (c *Cache) dropByPage(o *object) int {
 		sh := c.shardFor(mix64(pk))
 		sh.mu.Lock() // also once closed: Close waits for invalidations (enterDrop)
 		if slot, ok := sh.index[pk]; ok && c.slots[slot].obj == o {
-			c.hist.add(invalidatedFP(o, p))
+			c.hist.mark(invalidatedFP(o, p), markInvalidated)
 			dropped++
 			c.dropAndClear(sh, pk, slot)
 			continue
 		}
 		sh.mu.Unlock()
 		if p < scanHistory && c.hist.contains(evictedFP(o, p)) {
-			c.hist.add(invalidatedFP(o, p))
+			c.hist.mark(invalidatedFP(o, p), markInvalidated)
 		}
 	}
 	return dropped
@@ -871,7 +875,7 @@ func (c *Cache) dropByIndex(o *object) int {
 		for _, pk := range keys {
 			sh.mu.Lock()
 			if slot, ok := sh.index[pk]; ok && c.slots[slot].obj == o {
-				c.hist.add(invalidatedFP(o, int64(c.slots[slot].page)))
+				c.hist.mark(invalidatedFP(o, int64(c.slots[slot].page)), markInvalidated)
 				dropped++
 				c.dropAndClear(sh, pk, slot)
 				continue
@@ -881,7 +885,7 @@ func (c *Cache) dropByIndex(o *object) int {
 	}
 	for p := range min(o.npages, scanHistory) {
 		if c.hist.contains(evictedFP(o, p)) {
-			c.hist.add(invalidatedFP(o, p))
+			c.hist.mark(invalidatedFP(o, p), markInvalidated)
 		}
 	}
 	return dropped

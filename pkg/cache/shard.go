@@ -156,18 +156,23 @@ func (c *Cache) clearEvictedHeaders() {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
+		keep := sh.stale[:0]
 		for _, slot := range sh.stale {
 			m := &c.slots[slot]
 			if f := m.flags.Load(); f&flagFree == 0 || f&flagHeader == 0 {
 				continue // reused (its writer replaces the header) or cleared
 			}
 			if err := c.store.clear(slot); err != nil {
+				// Still a valid header on disk: a restart would index
+				// the page again. Keep the slot to clear next time
+				// (the write pause this starts passes first).
 				c.writeFailed(err)
+				keep = append(keep, slot)
 				continue
 			}
 			m.flags.And(^uint32(flagHeader))
 		}
-		sh.stale = sh.stale[:0]
+		sh.stale = keep
 		sh.mu.Unlock()
 	}
 }
