@@ -12,8 +12,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -215,19 +213,9 @@ func TestHiddenPrefixComponent(t *testing.T) {
 	root := t.TempDir()
 	data, _ := writeParquet(t, fileVariants[3])
 	for _, rel := range []string{"_staging/a.parquet", "_staging/b.parquet"} {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeUnder(t, root, rel, data)
 	}
-	fs, err := origin.NewFileStore(origin.FileConfig{Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close()
+	fs := fileStore(t, root)
 	count := func(prefix string) int {
 		n := 0
 		if err := parquetx.ListParquet(context.Background(), fs, prefix, parquetx.ListOptions{}, func(origin.Info) error {

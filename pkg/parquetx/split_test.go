@@ -128,27 +128,15 @@ func checkPlan(t *testing.T, store origin.Store, prefix string) {
 
 func TestPlanFileStore(t *testing.T) {
 	root := t.TempDir()
-	layout(t, func(rel string, data []byte) {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	})
-	fs, err := origin.NewFileStore(origin.FileConfig{Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close()
+	layout(t, func(rel string, data []byte) { writeUnder(t, root, rel, data) })
+	fs := fileStore(t, root)
 	checkPlan(t, fs, "file://"+root+"/")
 
 	// A corrupt file with a Parquet name fails the plan with its name.
 	if err := os.WriteFile(filepath.Join(root, "other", "bad.parquet"), []byte("PAR1 truncated"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = parquetx.Plan(context.Background(), fs, "file://"+root+"/other/", parquetx.PlanOptions{})
+	_, err := parquetx.Plan(context.Background(), fs, "file://"+root+"/other/", parquetx.PlanOptions{})
 	if !errors.Is(err, parquetx.ErrNotParquet) || !strings.Contains(err.Error(), "bad.parquet") {
 		t.Fatalf("Plan with a corrupt file = %v, want ErrNotParquet naming bad.parquet", err)
 	}
@@ -164,4 +152,27 @@ func TestPlanS3Integration(t *testing.T) {
 	g := origintest.StartVersityGW(t)
 	layout(t, func(rel string, data []byte) { g.Put(t, rel, data) })
 	checkPlan(t, g.Store(t), "s3://"+g.Bucket+"/")
+}
+
+// writeUnder writes data to root/rel, making its directories.
+func writeUnder(t *testing.T, root, rel string, data []byte) {
+	t.Helper()
+	p := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fileStore opens a file store on root, closed when the test ends.
+func fileStore(t *testing.T, root string) *origin.FileStore {
+	t.Helper()
+	fs, err := origin.NewFileStore(origin.FileConfig{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	return fs
 }

@@ -53,19 +53,9 @@ func TestGossipNodeCrash(t *testing.T) {
 		t.Errorf("ring epoch %x block size %d", r.Epoch, r.BlockSize)
 	}
 	ctx := context.Background()
-	var tasks []schedapi.BatchTask
-	for i := 0; i < 12; i++ { // 3 nodes x 4 slots
-		tasks = append(tasks, schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://bkt/o", i))})
-	}
-	resp, err := c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", WaitMS: -1, Tasks: tasks})
-	if err != nil {
-		t.Fatal(err)
-	}
+	placed := placeAllNow(t, c, "j", 12) // 3 nodes x 4 slots
 	onN2 := 0
-	for _, p := range resp.Placements {
-		if !p.Placed() {
-			t.Fatalf("%s deferred: %s", p.Task, p.Error)
-		}
+	for _, p := range placed {
 		if p.Node == "n2" {
 			onN2++
 		}
@@ -96,7 +86,7 @@ func TestGossipNodeCrash(t *testing.T) {
 	// New tasks go to the freed slots of the survivors only: complete n1's
 	// and n3's tasks, then place 8 more.
 	var done []schedapi.CompleteTask
-	for _, p := range resp.Placements {
+	for _, p := range placed {
 		if p.Node != "n2" {
 			done = append(done, schedapi.CompleteTask{Task: p.Task, LocalHitBytes: 1})
 		}

@@ -35,6 +35,27 @@ func startWith(t *testing.T, views scheduler.Membership, mod func(*scheduler.Con
 
 func split(uri string) schedapi.Split { return schedapi.Split{URI: uri, Offset: 0, Length: 1 << 20} }
 
+// placeAllNow places tasks t0..t(n-1) of job over objects o0..o(n-1) in
+// one batch without a locality wait, and fails the test unless every one
+// was placed.
+func placeAllNow(t *testing.T, c *schedulertest.Client, job string, n int) []schedapi.Placement {
+	t.Helper()
+	var tasks []schedapi.BatchTask
+	for i := 0; i < n; i++ {
+		tasks = append(tasks, schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://bkt/o", i))})
+	}
+	resp, err := c.PlaceBatch(context.Background(), schedapi.PlaceBatchRequest{Job: job, WaitMS: -1, Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range resp.Placements {
+		if !p.Placed() {
+			t.Fatalf("%s deferred: %s", p.Task, p.Error)
+		}
+	}
+	return resp.Placements
+}
+
 // codeOf returns the "code" of an error answer ("" for anything else).
 func codeOf(err error) string {
 	var se *schedulertest.StatusError

@@ -166,23 +166,10 @@ func TestFastRestartLosesTasks(t *testing.T) {
 	metas := []membership.NodeMeta{membershiptest.CacheNode("n1"), membershiptest.CacheNode("n2")}
 	ms := membershiptest.Start(t, metas...)
 	s := schedulertest.Start(t, scheduler.Config{Join: []string{ms[0].GossipAddr()}, MaxQueueWait: time.Second})
-	_ = s
 	c := schedulertest.NewClient(s.HTTPAddr())
 	waitRing(t, c, 2, 5*time.Second)
 	ctx := context.Background()
-	var tasks []schedapi.BatchTask
-	for i := 0; i < 8; i++ { // 2 nodes x 4 slots
-		tasks = append(tasks, schedapi.BatchTask{Task: fmt.Sprint("t", i), Split: split(fmt.Sprint("s3://bkt/o", i))})
-	}
-	resp, err := c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", WaitMS: -1, Tasks: tasks})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range resp.Placements {
-		if !p.Placed() {
-			t.Fatalf("%s deferred: %s", p.Task, p.Error)
-		}
-	}
+	placeAllNow(t, c, "j", 8) // 2 nodes x 4 slots
 	// kill -9 n2 and restart it at once on the same address, with 2 slots.
 	addr := ms[1].GossipAddr()
 	if err := ms[1].Shutdown(); err != nil {
@@ -193,6 +180,7 @@ func TestFastRestartLosesTasks(t *testing.T) {
 	cfg := membershiptest.Config(meta)
 	cfg.BindAddr = addr
 	var m2 *membership.Membership
+	var err error
 	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if m2, err = membership.New(cfg); err == nil {
 			break
