@@ -43,6 +43,9 @@ type ha struct {
 	// retry for seconds).
 	sessCtx    context.Context
 	sessCancel context.CancelFunc
+	// deposed (capacity 1) wakes lead when watchLeader sees that another
+	// key than this term's leads the election (checkDeposed).
+	deposed chan struct{}
 
 	persistKick chan struct{}
 	round       atomic.Pointer[flushRound]
@@ -96,6 +99,7 @@ func newHA(ctx context.Context, s *Scheduler) (*ha, error) {
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.sessCtx, h.sessCancel = context.WithCancel(context.Background())
+	h.deposed = make(chan struct{}, 1)
 	h.round.Store(&flushRound{next: make(chan struct{})})
 
 	gctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
@@ -284,6 +288,10 @@ func (h *ha) lead(ctx context.Context, sess *concurrency.Session, el *concurrenc
 			p, _ = placement.New(h.s.cfg.Placement)
 		}
 	}
+	select {
+	case <-h.deposed: // a word about the last term's key
+	default:
+	}
 	h.mu.Lock()
 	h.fenceKey, h.fenceRev = el.Key(), el.Rev()
 	h.mu.Unlock()
@@ -309,8 +317,6 @@ func (h *ha) lead(ctx context.Context, sess *concurrency.Session, el *concurrenc
 	pctx, pcancel := context.WithCancel(ctx)
 	perr := make(chan error, 1)
 	go func() { perr <- h.persistLoop(pctx) }()
-	gone := make(chan error, 1)
-	go func() { gone <- h.watchOwnKey(pctx, el.Key(), el.Rev()) }()
 	var why error
 	select {
 	case <-sess.Done():
@@ -320,57 +326,18 @@ func (h *ha) lead(ctx context.Context, sess *concurrency.Session, el *concurrenc
 	case err := <-perr:
 		why = err
 		perr = nil
-	case err := <-gone:
-		why = err
-		gone = nil
+	case <-h.deposed:
+		why = errors.New("this scheduler's election key is gone (another scheduler leads now)")
 	}
 	pcancel()
 	if perr != nil {
 		<-perr
-	}
-	if gone != nil {
-		<-gone
 	}
 	nl := h.s.notLeader()
 	h.s.uninstall(nl)
 	h.publish(&flushRound{from: from, upto: math.MaxUint64, err: nl})
 	if h.ctx.Err() == nil {
 		h.s.log.Warn("scheduler: no longer the leader", "reason", why)
-	}
-	return nil
-}
-
-// watchOwnKey returns an error once this leader's election key (key,
-// created at rev) is gone or replaced, and nil when ctx ends. The key
-// goes with the lease when the session expires (lead sees that on its
-// own), but also when someone deletes it (etcdctl del of the key or the
-// prefix): the next candidate is then elected while this session is
-// healthy, and a leader that waited for a write to fail its fence would
-// go on claiming the leadership (IsLeader, /readyz 200) for as long as no
-// call reached it: two leaders. Like watchLeader, it reads the key again
-// every session TTL, since a watch outlives an unreachable etcd.
-func (h *ha) watchOwnKey(ctx context.Context, key string, rev int64) error {
-	for ctx.Err() == nil {
-		octx, cancel := context.WithTimeout(ctx, h.cfg.OpTimeout)
-		resp, err := h.cli.Get(octx, key)
-		cancel()
-		if err != nil {
-			sleepCtx(ctx, 500*time.Millisecond) // the session's expiry covers an unreachable etcd
-			continue
-		}
-		if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != rev {
-			return errors.New("this scheduler's election key was deleted (another scheduler may lead now)")
-		}
-		wctx, wcancel := context.WithCancel(ctx)
-		wch := h.cli.Watch(clientv3.WithRequireLeader(wctx), key, clientv3.WithRev(resp.Header.Revision+1))
-		recheck := time.NewTimer(h.cfg.SessionTTL)
-		select {
-		case <-wch: // any change (or the watch ended): read again
-		case <-recheck.C:
-		case <-ctx.Done():
-		}
-		recheck.Stop()
-		wcancel()
 	}
 	return nil
 }
@@ -706,6 +673,32 @@ func (h *ha) watchConfig() {
 	}
 }
 
+// checkDeposed tells lead (h.deposed) that this scheduler, while leading,
+// no longer holds the first election key: resp, a read of the election
+// prefix's first key, shows another key or none. Its key goes with its
+// lease when its session expires (lead sees that on its own), but also when
+// someone deletes it (etcdctl del of the key or the prefix): the next
+// candidate is then elected while this session is healthy, and a leader
+// that waited for a write to fail its fence would go on claiming the
+// leadership (IsLeader, /readyz 200) for as long as no call reached it.
+// A read older than this term's key (an answer in flight when it was
+// elected) says nothing about it.
+func (h *ha) checkDeposed(resp *clientv3.GetResponse) {
+	h.mu.Lock()
+	key, rev := h.fenceKey, h.fenceRev
+	h.mu.Unlock()
+	if key == "" || resp.Header.Revision < rev {
+		return
+	}
+	if len(resp.Kvs) > 0 && string(resp.Kvs[0].Key) == key {
+		return
+	}
+	select {
+	case h.deposed <- struct{}{}:
+	default: // already told
+	}
+}
+
 // watchLeader keeps Scheduler.leaderInfo on the current leader: the
 // election key with the lowest create revision. While etcd cannot be read
 // no leader is known (the last one may be gone, or be this scheduler,
@@ -730,6 +723,7 @@ func (h *ha) watchLeader() {
 			_ = json.Unmarshal(resp.Kvs[0].Value, &l)
 		}
 		h.s.leaderInfo.Store(&l)
+		h.checkDeposed(resp)
 		wctx, wcancel := context.WithCancel(h.ctx)
 		wch := h.cli.Watch(clientv3.WithRequireLeader(wctx), h.keyElection, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 		// A watch does not end when etcd becomes unreachable (the client
