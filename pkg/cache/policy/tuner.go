@@ -62,6 +62,7 @@ var (
 	switchKeep     = 0.5  // full sampling: a scheduled decision's switch keeps this share of the tallies (see follow)
 	twinCost       = 2.0  // full sampling: a switch between two candidates of one window costs this many times more (see switchCost)
 	newRunShare    = 0.25 // sampled, unconfirmed: a run of misses in every shadow this long (x their size) restarts the schedule (see noteRun)
+	runDecisions   = 16   // ... after which the tuner decides this many times, every size/runDecisions sampled accesses
 )
 
 // decisionHook, if set (by tests and experiments), sees every decision and
@@ -144,6 +145,7 @@ type tuner struct {
 	// noteRun).
 	missRun int  // sampled accesses every shadow has missed in a row
 	runSeen bool // the schedule restarted for the current run
+	runLeft int  // quick decisions left after the restart (see noteRun)
 
 	// A tuner that samples under confirmShare of the keys switches only
 	// to a candidate that two decisions in a row choose: its decisions
@@ -286,6 +288,14 @@ func (t *tuner) access(key uint64) bool {
 	t.n = 0
 	span := float64(t.next)
 	t.next = min(t.period, 2*t.next)
+	if t.runLeft > 0 {
+		// A quick decision after a new run (noteRun): its lead is
+		// projected over a full period, as a fill decision's is, since
+		// the lead is new and the short span would understate it.
+		t.runLeft--
+		span = float64(t.period)
+		t.next = t.runNext()
+	}
 	best := t.confirmed(t.choose(span))
 	if decisionHook != nil {
 		decisionHook(t, best)
@@ -298,6 +308,9 @@ func (t *tuner) access(key uint64) bool {
 	if best != t.cur {
 		t.follow(best, key)
 		switched = true
+		if t.runLeft > 0 {
+			t.runLeft, t.next = 0, t.runNext()
+		}
 	}
 	return switched
 }
@@ -327,16 +340,24 @@ func (t *tuner) follow(i int, key uint64) {
 	t.acc *= switchKeep
 }
 
-// noteRun restarts the schedule of decisions, as the fill does, when every
-// shadow has missed newRunShare of the shadows' size in a row (hits: the
-// shadows the access hit), once per such run, in a sampling tuner that
-// needs no confirmation. Such a run is a new working set's first pass (a
-// loop after a Zipf part, say): each shadow has loaded the same new keys,
-// the ones that keep them lead from the next pass on, and a decision a
-// long period away (2 x the shadows' size in sampled accesses) would come
-// passes later (the twelfth round in doc.go). A full-sampling tuner
-// restarting there decided on a scan's leads (the eleventh round), and a
-// confirming one (sampling under a tenth of the keys) gained nothing.
+// noteRun restarts the schedule of decisions when every shadow has missed
+// newRunShare of the shadows' size in a row (hits: the shadows the access
+// hit), once per such run, in a sampling tuner that needs no confirmation.
+// Such a run is a new working set's first pass (a loop after a Zipf part,
+// say): each shadow has loaded the same new keys, the ones that keep them
+// lead from the next pass on, and a decision a long period away (2 x the
+// shadows' size in sampled accesses) would come passes later (the twelfth
+// round in doc.go). The restart decides runDecisions times, every
+// size/runDecisions sampled accesses, before the schedule doubles from
+// size/firstPeriodDiv again (the fourteenth round): at small-concat 25%
+// the loop's second pass gives LRU a real lead within a tenth of the
+// pass, and the schedule's decisions after the restart, a quarter and
+// three quarters of the size on, switched a pass later than the quick
+// ones. The tallies stay whole: halving them at every restart (a large
+// scan restarts too) made the tuner flip at synth-db 5%. A full-sampling
+// tuner restarting there decided on a scan's leads (the eleventh round),
+// and a confirming one (sampling under a tenth of the keys) gained
+// nothing.
 func (t *tuner) noteRun(hits uint64) {
 	if t.full || t.confirm || !t.filled {
 		return
@@ -351,7 +372,20 @@ func (t *tuner) noteRun(hits uint64) {
 		return
 	}
 	t.runSeen = true
-	t.n, t.next = 0, max(16, min(t.period, size/firstPeriodDiv))
+	t.n, t.runLeft = 0, runDecisions
+	t.next = t.runNext()
+}
+
+// runNext is the number of sampled accesses to the next decision after a
+// restart (noteRun): size/runDecisions while quick decisions are left,
+// then size/firstPeriodDiv, from which the schedule doubles as after the
+// fill.
+func (t *tuner) runNext() int {
+	size := t.shadows[0].Cap()
+	if t.runLeft > 0 {
+		return max(16, min(t.period, size/runDecisions))
+	}
+	return max(16, min(t.period, size/firstPeriodDiv))
 }
 
 // stallNotes records, for the stall test, when each shadow last hit an

@@ -28,6 +28,7 @@ var (
 	diagPoints  = flag.String("diag", "", "trace@percent,... for TestDiag (empty: skip)")
 	diagVerbose = flag.Bool("diagv", false, "TestDiag prints every decision")
 	diagSeed    = flag.Uint64("diagseed", 1, "the default policy's seed in TestDiag")
+	diagSegs    = flag.Int("diagsegs", 10, "TestDiag's segments of the trace (hit ratios per segment)")
 )
 
 func diagRead(t *testing.T, name string) ([]uint64, int) {
@@ -125,7 +126,7 @@ func TestDiag(t *testing.T) {
 		}
 		defer func() { decisionHook = nil }()
 		sampHits = make([]int, len(tu.shadows))
-		seg := len(keys) / 10
+		seg := max(1, len(keys) / *diagSegs)
 		for i = 0; i < len(keys); i++ {
 			k := keys[i]
 			samp := tu.sampled(k)

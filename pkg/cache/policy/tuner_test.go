@@ -515,7 +515,7 @@ func TestTunerRestartsScheduleOnANewRun(t *testing.T) {
 			for k := 0; k < runLen; k++ {
 				tu.access(mix64(uint64(1<<40 + k)))
 			}
-			restarted := tu.next == max(16, size/firstPeriodDiv) && tu.n < runLen
+			restarted := tu.next == max(16, size/runDecisions) && tu.runLeft == runDecisions && tu.n < runLen
 			if restarted != tc.want {
 				t.Fatalf("after a run of %d new keys (n %d before): n %d, next %d of period %d; restarted %v, want %v",
 					runLen, n, tu.n, tu.next, tu.period, restarted, tc.want)
@@ -540,10 +540,66 @@ func TestTunerRestartsScheduleOnANewRun(t *testing.T) {
 			for k := 0; k < runLen; k++ {
 				tu.access(mix64(uint64(1<<42 + k)))
 			}
-			if tu.next != max(16, size/firstPeriodDiv) {
-				t.Fatalf("after a hit and a new run: next %d, want %d", tu.next, max(16, size/firstPeriodDiv))
+			if tu.next != max(16, size/runDecisions) {
+				t.Fatalf("after a hit and a new run: next %d, want %d", tu.next, max(16, size/runDecisions))
 			}
 		})
+	}
+}
+
+// TestTunerDecidesQuicklyAfterANewRun checks the restart's quick decisions
+// (noteRun): a sampling tuner that has followed a frequency workload for
+// long meets a loop of new keys, half its shadows' size. Every shadow
+// misses the loop's first pass (the restart); in the second pass the
+// shadows that took the loop in lead, and the tuner follows one of them
+// within the first three quarters of that pass (536 of its 1024 accesses),
+// where with the schedule's first decision after the restart a quarter of
+// the size on, and the next half the size later, it did not switch in the
+// pass at all: the fourteenth round in doc.go.
+func TestTunerDecidesQuicklyAfterANewRun(t *testing.T) {
+	tu := newTuner(4000, 1)
+	if tu.full || tu.confirm {
+		t.Fatal("setup: a 4000-key tuner should sample, unconfirmed")
+	}
+	size := tu.shadows[0].Cap()
+	keys := func(base uint64, n int) []uint64 {
+		var ks []uint64
+		for k := base; len(ks) < n; k++ {
+			if key := mix64(k); tu.sampled(key) {
+				ks = append(ks, key)
+			}
+		}
+		return ks
+	}
+	// A hot set of 80% of the shadows' size, read over and over: every
+	// W-TinyLFU shadow holds it with high counts.
+	hot := keys(0, size*8/10)
+	for pass := 0; pass < 20; pass++ {
+		for _, k := range hot {
+			tu.access(k)
+		}
+	}
+	start := tu.cur
+	loop := keys(1<<40, size/2)
+	for _, k := range loop {
+		tu.access(k) // the first pass: every shadow misses
+	}
+	if !tu.runSeen || tu.cur != start {
+		t.Fatalf("after the loop's first pass: restarted %v, following %v; want a restart on %v", tu.runSeen, tu.cands[tu.cur], tu.cands[start])
+	}
+	switchedAt := -1
+	for i, k := range loop {
+		tu.access(k)
+		if tu.cur != start && switchedAt < 0 {
+			switchedAt = i
+		}
+	}
+	if switchedAt < 0 || switchedAt >= len(loop)*3/4 {
+		t.Fatalf("the tuner left candidate %v at access %d of the loop's second pass (-1: never); want within the first %d",
+			tu.cands[start], switchedAt, len(loop)*3/4)
+	}
+	if !tu.shadows[tu.cur].contains(loop[len(loop)-1]) {
+		t.Errorf("the tuner follows %v, which does not hold the loop", tu.cands[tu.cur])
 	}
 }
 

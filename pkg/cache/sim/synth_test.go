@@ -142,9 +142,11 @@ var smallKnown = map[string]float64{
 	// After a Zipf part, a loop that fits the cache: the W-TinyLFU
 	// candidates refuse it while the sketch holds the Zipf keys' counts.
 	// The loop's first pass restarts the tuner's schedule (a run of
-	// misses), it follows LRU in the second, and the live cache loads the
-	// loop in the third (-5.38 to -6.07 before the twelfth round).
-	"small-concat@25%": -3.94, // worst -3.69; seeds 1-5: -3.69, -3.65, -3.57, -3.62, -3.66
+	// misses), it follows LRU early in the second (the restart's quick
+	// decisions, the fourteenth round), and the live cache loads the loop
+	// in the rest of that pass and the next (-5.38 to -6.07 before the
+	// twelfth round, -3.57 to -3.69 before the fourteenth).
+	"small-concat@25%": -2.33, // worst -2.08; seeds 1-5: -2.08, -2.05, -2.02, -2.03, -2.05
 	// Within synthShortfall against otter's median run for every seed
 	// (-0.53, -0.00, +0.21, +0.55, +0.06 since the thirteenth round), not
 	// against its luckier runs: over 40 otter runs (2026-11-30) otter hits
@@ -158,7 +160,7 @@ var smallKnown = map[string]float64{
 	// off the list: -0.45 against LRU for every seed, from -0.96.)
 	"small-mixed@10%": -1.39, // worst -1.14
 	// The database-like stream: the sample's ranking flips with the scans.
-	"small-db@50%": -2.11, // worst -1.86 against otter's best run; -1.48, -1.29, -1.42, -1.57, -1.26 against its median
+	"small-db@50%": -2.32, // worst -2.07 against otter's best of 40 runs; -1.22, -1.18, -1.21, -1.38, -1.06 against their median
 	"small-db@25%": -1.51, // worst -1.26 against otter's best run; -0.42, -0.91, -0.89, -0.02, -0.91
 	// Seeds 2, 3 and 5 (+0.62, -1.47, -0.82, +0.61, -0.80): another
 	// sample of keys ranks the candidates otherwise.
