@@ -12,6 +12,9 @@ tools=(
   "github.com/grpc-ecosystem/grpc-health-probe@v0.4.62"
   "google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12"
   "google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2"
+  # helm lint / helm template of helm/locus (internal/chart). Compiling it
+  # takes ~3 minutes on 2 cores the first time.
+  "helm.sh/helm/v3/cmd/helm@v3.22.0"
 )
 for t in "${tools[@]}"; do
   name=${t%@*}; name=${name##*/}

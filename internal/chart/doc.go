@@ -1,0 +1,28 @@
+// Package chart holds the tests of the Helm chart in helm/locus and of the
+// Grafana dashboard in dashboards/ (DESIGN.md: "helm lint and helm template
+// in CI"). It has no code of its own: the chart and the dashboard are
+// contracts with the daemons, and these tests check them against the
+// daemons themselves rather than against a copy of their flag or metric
+// lists.
+//
+//   - helm lint --strict and helm template render the chart with its
+//     default values and with several value sets (testdata/*.yaml: etcd with
+//     three schedulers, TLS, auth, the ServiceMonitor, every flag value set).
+//   - Every container argument of the rendered cache node StatefulSet and
+//     scheduler Deployment is parsed by the daemon's own flag set (the
+//     cache node in process through daemon.Main, the scheduler as a built
+//     cmd/scheduler), so a flag that does not exist or a value that does
+//     not parse fails the test, as it would fail the pod.
+//   - The rendered objects agree with each other: listeners on 0.0.0.0 at
+//     the container ports, probes on the HTTP port at /readyz and
+//     /healthz, --join through the headless Service, a cache volume no
+//     smaller than --cache-size, secrets mounted where the flags point.
+//   - replicas > 1 without etcd fails rendering with a message naming the
+//     values to change (standalone schedulers each keep their own state).
+//   - Every metric name in the dashboard's PromQL is one the daemons export
+//     in a real scrape of an in-process cache node and scheduler, and the
+//     dashboard in dashboards/ is byte-identical to the chart's copy.
+//
+// helm comes from scripts/install-tools.sh (go install, pinned). Without it
+// the helm tests skip, or fail when LOCUS_REQUIRE_TOOLS=1 (CI).
+package chart
