@@ -39,6 +39,19 @@
 // can. The owner's rack is looked up when the task is submitted (a node
 // that left the membership keeps its last known rack).
 //
+// # Ring changes
+//
+// A queued task's preference list comes from the ring of its submission.
+// When a node joins or leaves, the ring moves some blocks to other owners;
+// the caller, which knows each queued task's placement key, computes the
+// new lists and hands them to Rekey (after SetNodes, before Advance).
+// Re-keyed tasks wait for, and count as DATA_LOCAL on, the new owner; their
+// waits still count from their first-seen time (one whose data-local wait
+// ended because its old preferred nodes died waits again, until its
+// original deadline, for a new owner that is alive), and they keep their
+// first-submitted-first order in the waiting lists. Running tasks keep the
+// locality they were placed with.
+//
 // Waits count per task from its own first-seen time, not from the last
 // local launch of its stage as Spark's per-stage timer does. So when many
 // tasks prefer one hot node (SPARK-18886), their waits expire on time
@@ -101,9 +114,10 @@
 //
 // The placer is not safe for concurrent use: the caller serialises every
 // call, for example under one mutex, and drives time. After any call that
-// can free capacity (Complete, Cancel, SetNodes, UpsertNode, RemoveNode) and
-// when the time given by NextDeadline comes, it calls Advance and delivers
-// the assignments Advance returns to the requests waiting for them:
+// can free capacity (Complete, Cancel, SetNodes, UpsertNode, RemoveNode,
+// Rekey) and when the time given by NextDeadline comes, it calls Advance
+// and delivers the assignments Advance returns to the requests waiting for
+// them:
 //
 //	mu.Lock()
 //	a, placed, err := p.Submit(task, time.Now()) // placed: answer at once

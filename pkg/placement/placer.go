@@ -87,12 +87,15 @@ type task struct {
 	ownerRack *rack
 	wait      time.Duration
 	submitted time.Time
+	startNS   int64 // submitted, in Unix ns: the ladder counts from it (see relevel)
 	seq       uint64
 	state     taskState
 	// pending: placed by a catch-up inside Submit or PlaceBatch, but not
 	// yet returned by Advance. The caller cannot know of the placement, so
 	// until then the task behaves as queued (see unplace).
 	pending bool
+	// rekeyed: collected by the Rekey call under way (listed once).
+	rekeyed bool
 
 	// While queued.
 	level         uint8
@@ -689,6 +692,7 @@ func (p *Placer) newTask(t *task, in *Task, now time.Time) {
 		t.submitted = at
 		cur = addNS(p.nowNS, int64(at.Sub(now)))
 	}
+	t.startNS = cur
 	// The ladder: each level that can be satisfied costs one wait. A task
 	// whose preferred nodes are all unusable at submit time skips the
 	// data-local wait; one whose owner's rack is unknown has no rack level.

@@ -286,6 +286,11 @@ func (m *model) step() {
 		m.assigned(as)
 	case op < 72:
 		m.now = m.now.Add([]time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond, time.Second, 3 * time.Second}[m.rng.IntN(5)])
+	case op < 76:
+		if m.window {
+			break // the placer may hold placements the model sees as queued
+		}
+		m.rekey()
 	case op < 90:
 		keys := sortedKeys(m.run)
 		if len(keys) == 0 || m.rng.IntN(10) == 0 {
@@ -342,6 +347,50 @@ func (m *model) step() {
 	m.assigned(m.p.Advance(m.now))
 	m.window = false
 	m.check()
+}
+
+// rekey gives random queued tasks random new preference lists, as a ring
+// change does.
+func (m *model) rekey() {
+	var us []placement.Rekey
+	for _, k := range sortedKeys(m.queue) {
+		if m.rng.IntN(3) != 0 {
+			continue
+		}
+		u := placement.Rekey{Job: k[0], ID: k[1]}
+		for range m.rng.IntN(4) {
+			u.Prefer = append(u.Prefer, fmt.Sprintf("n%d", m.rng.IntN(10)))
+		}
+		us = append(us, u)
+	}
+	want := 0
+	for _, u := range us {
+		mt := m.queue[[2]string{u.Job, u.ID}]
+		if slices.Equal(dedup(u.Prefer), dedup(mt.Prefer)) {
+			continue
+		}
+		want++
+		mt.Prefer, mt.ownerRack = u.Prefer, ""
+		if len(u.Prefer) > 0 {
+			if n := m.nodes[u.Prefer[0]]; n != nil {
+				mt.ownerRack = n.Rack
+			}
+		}
+	}
+	n, err := m.p.Rekey(us, m.now)
+	if err != nil || n != want {
+		m.fail("rekey of %d tasks: %d changed, err %v; want %d changed", len(us), n, err, want)
+	}
+}
+
+func dedup(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // check compares the placer with the model once caught up.

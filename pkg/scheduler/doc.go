@@ -34,6 +34,15 @@
 // 1-1.5 s; the integration test measures 1.0-1.3 s from kill -9 to lost
 // tasks and to new tasks avoiding the node.
 //
+// A View with a new ring (a node joined or left: a new epoch) also moves
+// blocks to new owners. Tasks queued at that moment (waiting under delay
+// scheduling) get their preference lists again from the new ring, before
+// any slot is handed out (placement.Placer.Rekey): they wait for, and are
+// DATA_LOCAL on, the node that owns their block now, and their locality
+// wait is not restarted. A task placed later answers with the owner,
+// locality and ring_epoch of the ring it was placed with; one placed
+// already keeps its own.
+//
 // # Settings
 //
 // Block size, replication and locality wait come from Config (the flags)

@@ -101,3 +101,59 @@ func TestGRPCBatchCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestCompleteBatchDuplicate: a task listed twice in one CompleteBatch is
+// completed once; its repeat gets not_found saying it was listed twice
+// (not "unknown task", as for a task never placed), the same over JSON and
+// gRPC, which share the implementation.
+func TestCompleteBatchDuplicate(t *testing.T) {
+	s, hc := startWith(t, threeNodes(t), nil)
+	conn, err := grpc.NewClient(s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	gc := schedulerv1.NewSchedulerServiceClient(conn)
+	ctx := context.Background()
+	for _, api := range []string{"json", "grpc"} {
+		job := "dup-" + api
+		if _, err := hc.Place(ctx, schedapi.PlaceRequest{Job: job, Task: "t", Split: split("s3://bkt/dup"), WaitMS: -1}); err != nil {
+			t.Fatal(err)
+		}
+		var got []schedapi.CompleteResult
+		if api == "json" {
+			r, err := hc.CompleteBatch(ctx, schedapi.CompleteBatchRequest{Job: job, Tasks: []schedapi.CompleteTask{{Task: "t", LocalHitBytes: 1}, {Task: "t", LocalHitBytes: 1}, {Task: "nope"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = r.Results
+		} else {
+			r, err := gc.CompleteBatch(ctx, &schedulerv1.CompleteBatchRequest{Job: job, Tasks: []*schedulerv1.CompleteTask{{Task: "t", LocalHitBytes: 1}, {Task: "t", LocalHitBytes: 1}, {Task: "nope"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range r.Results {
+				got = append(got, schedapi.CompleteResult{Task: x.Task, Error: x.Error, Code: x.Code, Status: int(x.Status)})
+			}
+		}
+		if len(got) != 3 {
+			t.Fatalf("%s: %d results, want 3", api, len(got))
+		}
+		if got[0].Status != http.StatusOK {
+			t.Errorf("%s: results[0] = %+v, want 200", api, got[0])
+		}
+		if got[1].Code != schedapi.CodeNotFound || !strings.Contains(got[1].Error, "listed twice in the batch: tasks[0] completed it") {
+			t.Errorf("%s: results[1] = %+v, want not_found saying tasks[0] completed it", api, got[1])
+		}
+		if got[2].Code != schedapi.CodeNotFound || strings.Contains(got[2].Error, "listed twice") {
+			t.Errorf("%s: results[2] = %+v, want not_found for an unknown task", api, got[2])
+		}
+		cnt, err := hc.Counters(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cnt.Completed != 1 || cnt.LocalHitBytes != 1 {
+			t.Errorf("%s: completed %d with %d local bytes, want 1 and 1", api, cnt.Completed, cnt.LocalHitBytes)
+		}
+	}
+}

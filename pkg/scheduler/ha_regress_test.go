@@ -146,3 +146,38 @@ func TestSchedulerRefusesMisfitNode(t *testing.T) {
 		t.Errorf("/v1/ring block size %d, want the cluster's %d", r.BlockSize, membership.DefaultBlockSize)
 	}
 }
+
+// TestFollowerWithoutRingNamesLeader: a follower whose gossip shows no
+// cache node yet answers a placement with 503 not_leader naming the
+// leader, as any follower does, so clients go to the leader. Was: it
+// answered 503 no_node ("no cache node in the cluster"), which reads as a
+// cluster without nodes and does not say where to go. Fixed: the
+// leadership is checked before the View's errors.
+func TestFollowerWithoutRingNamesLeader(t *testing.T) {
+	e := schedulertest.StartEtcd(t)
+	ss := haPair(t, e, schedulertest.NewViews(t), nil)
+	leader := waitLeader(t, ss[:], 10*time.Second)
+	follower := ss[1-leader]
+	ctx := context.Background()
+	req := schedapi.PlaceRequest{Job: "j", Task: "x", Split: split("s3://bkt/u")}
+	for _, tc := range []struct {
+		name   string
+		s      *scheduler.Scheduler
+		code   string
+		leader string
+	}{
+		{"follower", follower, schedapi.CodeNotLeader, ss[leader].HTTPAddr()},
+		{"leader", ss[leader], schedapi.CodeNoNode, ""},
+	} {
+		c := schedulertest.NewClient(tc.s.HTTPAddr())
+		_, err := c.Place(ctx, req)
+		var se *schedulertest.StatusError
+		if !asStatus(err, &se) || se.Code != 503 || se.Body.Code != tc.code || se.Body.Leader != tc.leader {
+			t.Errorf("place on the %s with no cache node: %v (%+v), want 503 %s naming leader %q", tc.name, err, se, tc.code, tc.leader)
+		}
+		_, err = c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", Tasks: []schedapi.BatchTask{{Task: "y", Split: split("s3://bkt/u")}}})
+		if !asStatus(err, &se) || se.Code != 503 || se.Body.Code != tc.code || se.Body.Leader != tc.leader {
+			t.Errorf("batch on the %s with no cache node: %v (%+v), want 503 %s naming leader %q", tc.name, err, se, tc.code, tc.leader)
+		}
+	}
+}

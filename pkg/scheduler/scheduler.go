@@ -117,12 +117,19 @@ type result struct {
 	err error
 	idx int
 	seq uint64 // the counter-change sequence number after the placement
+	// epoch is the ring epoch the placement was made with (the View
+	// applied when it was made: the task's preference list is that ring's).
+	epoch uint64
 }
 
 type waiter struct {
 	ch    chan result // buffered: a send never blocks
 	idx   int         // index in the batch
 	batch *batchWait  // nil for a single Place
+	// ringKey is the task's placement key: when the ring changes while
+	// the task waits, its preference list is computed again from it
+	// (rekeyLocked).
+	ringKey string
 }
 
 // batchWait is a batch request waiting for the rest of its tasks.
@@ -223,17 +230,37 @@ func (s *Scheduler) Ready() (bool, string) {
 // Placement calls.
 
 // prefer computes the preference list of a split on view: ring.PlacementKey
-// with the cluster block size, then the first repl owners.
-func (s *Scheduler) prefer(view *membership.View, repl int, bs int64, sp *schedapi.Split, buf []ring.Node, ids []string) ([]string, []ring.Node, error) {
+// with the cluster block size, then the first repl owners. It returns the
+// key too (a queued task's list is computed again from it when the ring
+// changes).
+func (s *Scheduler) prefer(view *membership.View, repl int, bs int64, sp *schedapi.Split, buf []ring.Node, ids []string) ([]string, string, error) {
 	key, err := ring.PlacementKey(sp.URI, sp.Offset, sp.Length, bs)
 	if err != nil {
-		return ids, buf, badRequest("split: %v", err)
+		return ids, "", badRequest("split: %v", err)
 	}
-	buf = view.Ring.AppendOwners(buf[:0], key, repl)
-	for _, n := range buf {
+	return ownerIDs(view.Ring, key, repl, buf, ids), key, nil
+}
+
+// ownerIDs appends to ids the ids of the first repl owners of key on r
+// (buf is scratch).
+func ownerIDs(r *ring.Ring, key string, repl int, buf []ring.Node, ids []string) []string {
+	for _, n := range r.AppendOwners(buf[:0], key, repl) {
 		ids = append(ids, n.ID)
 	}
-	return ids, buf, nil
+	return ids
+}
+
+// appliedRingLocked returns the View applied to the placer when its ring
+// differs from view's (nil otherwise): a request computed its preference
+// lists on view, read before mu was taken, while a newer (or older) View
+// was applied. The lists must be computed again on the applied ring, which
+// every queued task's list comes from (applyView re-keys them on each new
+// one). Caller holds mu.
+func (s *Scheduler) appliedRingLocked(view *membership.View) *membership.View {
+	if a := s.applied; a != nil && a.Ring != nil && a.Ring != view.Ring {
+		return a
+	}
+	return nil
 }
 
 // blockSize is the block size placement keys use on view: the configured
@@ -282,6 +309,12 @@ func replicationOf(view *membership.View, st *Settings) (repl, mismatch int) {
 	return DefaultReplication, 0
 }
 
+// replOf is replicationOf's replication.
+func replOf(view *membership.View, st *Settings) int {
+	r, _ := replicationOf(view, st)
+	return r
+}
+
 // Replication returns the replication (preference-list length) placement
 // uses now: the cache nodes', whatever the flags or etcd say (see
 // Config.Replication).
@@ -328,6 +361,20 @@ func (s *Scheduler) viewForPlacement() (*membership.View, *Settings, int, int64,
 	}
 	repl, _ := replicationOf(view, st)
 	return view, st, repl, bs, nil
+}
+
+// leaderFirst returns the error that this scheduler may not place at all
+// (a follower: ErrNotLeader naming the leader; stopped), if so, instead of
+// err, an error of its own View (no cache node, a block size mismatch): a
+// follower whose gossip has not seen the cache nodes yet must send the
+// client to the leader, not answer that the cluster has no node.
+func (s *Scheduler) leaderFirst(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lerr := s.leaderLocked(); lerr != nil {
+		return lerr
+	}
+	return err
 }
 
 // leaderLocked returns nil when this scheduler may place now (mu held).
@@ -395,11 +442,11 @@ func (s *Scheduler) Place(ctx context.Context, req schedapi.PlaceRequest) (sched
 	}
 	view, st, repl, bs, err := s.viewForPlacement()
 	if err != nil {
-		return schedapi.Placement{}, err
+		return schedapi.Placement{}, s.leaderFirst(err)
 	}
 	var nbuf [placement.MaxPrefer]ring.Node
 	var ibuf [placement.MaxPrefer]string
-	ids, _, err := s.prefer(view, repl, bs, &req.Split, nbuf[:0], ibuf[:0])
+	ids, ringKey, err := s.prefer(view, repl, bs, &req.Split, nbuf[:0], ibuf[:0])
 	if err != nil {
 		return schedapi.Placement{}, err
 	}
@@ -411,6 +458,11 @@ func (s *Scheduler) Place(ctx context.Context, req schedapi.PlaceRequest) (sched
 		s.mu.Unlock()
 		return schedapi.Placement{}, err
 	}
+	if v := s.appliedRingLocked(view); v != nil {
+		view = v
+		task.Prefer = ownerIDs(v.Ring, ringKey, repl, nbuf[:0], ibuf[:0])
+	}
+	epoch := view.Epoch
 	now := time.Now()
 	a, placed, err := s.p.Submit(task, now)
 	var w *waiter
@@ -419,7 +471,7 @@ func (s *Scheduler) Place(ctx context.Context, req schedapi.PlaceRequest) (sched
 	case placed:
 		s.placedLocked(a)
 	default:
-		w = &waiter{ch: make(chan result, 1)}
+		w = &waiter{ch: make(chan result, 1), ringKey: ringKey}
 		s.waiters[key] = w
 	}
 	s.settleLocked(now)
@@ -429,8 +481,12 @@ func (s *Scheduler) Place(ctx context.Context, req schedapi.PlaceRequest) (sched
 		return schedapi.Placement{}, placeError(err)
 	}
 	if w != nil {
-		if a, seq, err = s.await(ctx, key, w, s.queueLimit(task.Wait)); err != nil {
+		var e uint64
+		if a, seq, e, err = s.await(ctx, key, w, s.queueLimit(task.Wait)); err != nil {
 			return schedapi.Placement{}, err
+		}
+		if e != 0 {
+			epoch = e
 		}
 	}
 	err = s.persisted(ctx, seq)
@@ -445,7 +501,7 @@ func (s *Scheduler) Place(ctx context.Context, req schedapi.PlaceRequest) (sched
 		}
 		return schedapi.Placement{}, err
 	}
-	return s.placementOf(a, view.Epoch), nil
+	return s.placementOf(a, epoch), nil
 }
 
 // queueLimit is how long a request waits for a task with locality wait
@@ -455,13 +511,15 @@ func (s *Scheduler) queueLimit(w time.Duration) time.Duration {
 }
 
 // await waits for a queued task's assignment (see Place), at most limit.
-func (s *Scheduler) await(ctx context.Context, key taskKey, w *waiter, limit time.Duration) (placement.Assignment, uint64, error) {
+// It returns the assignment, the counter-change sequence number to persist
+// and the ring epoch of the placement.
+func (s *Scheduler) await(ctx context.Context, key taskKey, w *waiter, limit time.Duration) (placement.Assignment, uint64, uint64, error) {
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	var why error
 	select {
 	case r := <-w.ch:
-		return r.a, r.seq, r.err
+		return r.a, r.seq, r.epoch, r.err
 	case <-timer.C:
 		why = fmt.Errorf("%w: no node could take the task within %v (its locality waits, then --max-queue-wait %v; every slot it may use is busy): retry later",
 			ErrNoNode, limit.Round(time.Millisecond), s.cfg.MaxQueueWait)
@@ -477,20 +535,20 @@ func (s *Scheduler) await(ctx context.Context, key taskKey, w *waiter, limit tim
 			s.settleLocked(now)
 		}
 		s.mu.Unlock()
-		return placement.Assignment{}, 0, why
+		return placement.Assignment{}, 0, 0, why
 	}
 	s.mu.Unlock()
 	// The assignment (or an error) was sent before we took the lock.
 	r := <-w.ch
 	if r.err != nil {
-		return r.a, 0, r.err
+		return r.a, 0, 0, r.err
 	}
 	if ctx.Err() != nil {
 		// Nobody will learn of the placement: release the slot (counted lost).
 		s.cancelPlaced([]placement.Assignment{r.a}, "request cancelled")
-		return placement.Assignment{}, 0, ctx.Err()
+		return placement.Assignment{}, 0, 0, ctx.Err()
 	}
-	return r.a, r.seq, nil
+	return r.a, r.seq, r.epoch, nil
 }
 
 // cancelPlaced releases placements the client will never see.
@@ -541,16 +599,17 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req schedapi.PlaceBatchReque
 	}
 	view, st, repl, bs, err := s.viewForPlacement()
 	if err != nil {
-		return schedapi.PlaceBatchResponse{}, err
+		return schedapi.PlaceBatchResponse{}, s.leaderFirst(err)
 	}
 	n := len(req.Tasks)
 	tasks := make([]placement.Task, n)
+	keys := make([]string, n)
 	ids := make([]string, 0, n*min(repl, len(view.Members)))
 	var nbuf [placement.MaxPrefer]ring.Node
 	wait := st.wait(req.WaitMS)
 	for i := range req.Tasks {
 		start := len(ids)
-		if ids, _, err = s.prefer(view, repl, bs, &req.Tasks[i].Split, nbuf[:0], ids); err != nil {
+		if ids, keys[i], err = s.prefer(view, repl, bs, &req.Tasks[i].Split, nbuf[:0], ids); err != nil {
 			return schedapi.PlaceBatchResponse{}, badRequest("tasks[%d] (%q): %v", i, req.Tasks[i].Task, schedapi.StripBadRequest(err))
 		}
 		tasks[i] = placement.Task{Job: req.Job, ID: req.Tasks[i].Task, Prefer: ids[start:len(ids):len(ids)], Wait: wait}
@@ -561,6 +620,19 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req schedapi.PlaceBatchReque
 	if err := s.leaderLocked(); err != nil {
 		s.mu.Unlock()
 		return schedapi.PlaceBatchResponse{}, err
+	}
+	if v := s.appliedRingLocked(view); v != nil {
+		view = v
+		ids = ids[:0]
+		for i := range tasks {
+			start := len(ids)
+			ids = ownerIDs(v.Ring, keys[i], repl, nbuf[:0], ids)
+			tasks[i].Prefer = ids[start:len(ids):len(ids)]
+		}
+	}
+	epochs := make([]uint64, n) // the ring epoch of each placement
+	for i := range epochs {
+		epochs[i] = view.Epoch
 	}
 	now := time.Now()
 	as, err := s.p.PlaceBatch(tasks, now)
@@ -587,7 +659,7 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req schedapi.PlaceBatchReque
 		bw = &batchWait{deferCh: make(chan struct{})}
 		ch = make(chan result, len(unplaced))
 		for _, i := range unplaced {
-			s.waiters[taskKey{req.Job, tasks[i].ID}] = &waiter{ch: ch, idx: i, batch: bw}
+			s.waiters[taskKey{req.Job, tasks[i].ID}] = &waiter{ch: ch, idx: i, batch: bw, ringKey: keys[i]}
 		}
 		s.batches[bw] = struct{}{}
 	}
@@ -598,7 +670,7 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req schedapi.PlaceBatchReque
 	var reason string
 	if bw != nil {
 		var last uint64
-		if reason, last, err = s.awaitBatch(ctx, req.Job, tasks, unplaced, bw, ch, res, s.queueLimit(wait)); err != nil {
+		if reason, last, err = s.awaitBatch(ctx, req.Job, tasks, unplaced, bw, ch, res, epochs, s.queueLimit(wait)); err != nil {
 			return schedapi.PlaceBatchResponse{}, err
 		}
 		seq = max(seq, last)
@@ -624,15 +696,16 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req schedapi.PlaceBatchReque
 			out.Placements[i] = schedapi.Placement{Task: tasks[i].ID, Error: reason}
 			continue
 		}
-		out.Placements[i] = placementWith(info, res[i], view.Epoch)
+		out.Placements[i] = placementWith(info, res[i], epochs[i])
 	}
 	return out, nil
 }
 
 // awaitBatch waits for the unplaced tasks of a batch (see PlaceBatch) and
-// fills res; it returns why the tasks still unplaced (Node "") were
-// deferred, and the change sequence number to persist.
-func (s *Scheduler) awaitBatch(ctx context.Context, job string, tasks []placement.Task, unplaced []int, bw *batchWait, ch chan result, res []placement.Assignment, limit time.Duration) (string, uint64, error) {
+// fills res (and epochs, the ring epoch of each placement); it returns why
+// the tasks still unplaced (Node "") were deferred, and the change sequence
+// number to persist.
+func (s *Scheduler) awaitBatch(ctx context.Context, job string, tasks []placement.Task, unplaced []int, bw *batchWait, ch chan result, res []placement.Assignment, epochs []uint64, limit time.Duration) (string, uint64, error) {
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	remaining := len(unplaced)
@@ -644,6 +717,9 @@ func (s *Scheduler) awaitBatch(ctx context.Context, job string, tasks []placemen
 		switch {
 		case r.err == nil:
 			res[r.idx] = r.a
+			if r.epoch != 0 {
+				epochs[r.idx] = r.epoch
+			}
 			seq = max(seq, r.seq)
 		case errors.Is(r.err, ErrNoNode): // this task is deferred, not the batch failed
 			reason = "deferred: " + r.err.Error()
@@ -796,7 +872,9 @@ func (s *Scheduler) confirmed(keys []taskKey) {
 // gets its own result (a task the scheduler does not hold does not fail
 // the others); the call itself fails only for bad input or when this
 // scheduler cannot record anything (ErrNotLeader, ErrUnavailable,
-// ErrStopped).
+// ErrStopped). Entries apply in order, as that many Complete calls would:
+// a task listed twice is completed by its first entry, and its later
+// entries get ErrNotFound saying so (JSON and gRPC alike: both call this).
 func (s *Scheduler) CompleteBatch(ctx context.Context, req schedapi.CompleteBatchRequest) (schedapi.CompleteBatchResponse, error) {
 	if err := req.Validate(s.cfg.MaxBatchTasks); err != nil {
 		return schedapi.CompleteBatchResponse{}, err
@@ -810,6 +888,9 @@ func (s *Scheduler) CompleteBatch(ctx context.Context, req schedapi.CompleteBatc
 	done := 0
 	var applied, retried []taskKey
 	var locs []placement.Locality
+	// doneAt maps tasks to the entry that completed them, built on the
+	// first not-found (to tell a task listed twice from an unknown one).
+	var doneAt map[string]int
 	for i := range req.Tasks {
 		t := &req.Tasks[i]
 		key := taskKey{req.Job, t.Task}
@@ -822,6 +903,14 @@ func (s *Scheduler) CompleteBatch(ctx context.Context, req schedapi.CompleteBatc
 				out.Results[i] = schedapi.CompleteResult{Task: t.Task, Locality: l.String(), Status: http.StatusOK}
 				continue
 			}
+			if errors.Is(err, ErrNotFound) {
+				if doneAt == nil {
+					doneAt = completedEntries(out.Results[:i])
+				}
+				if j, ok := doneAt[t.Task]; ok {
+					err = fmt.Errorf("%w: job %q task %q is listed twice in the batch: tasks[%d] completed it, tasks[%d] repeats it", ErrNotFound, req.Job, t.Task, j, i)
+				}
+			}
 			code := CodeOf(err)
 			out.Results[i] = schedapi.CompleteResult{Task: t.Task, Error: err.Error(), Code: code, Status: schedapi.StatusOfCode(code)}
 			continue
@@ -829,6 +918,9 @@ func (s *Scheduler) CompleteBatch(ctx context.Context, req schedapi.CompleteBatc
 		done++
 		applied, locs = append(applied, key), append(locs, loc)
 		out.Results[i] = schedapi.CompleteResult{Task: t.Task, Locality: loc.String(), Status: http.StatusOK}
+		if doneAt != nil {
+			doneAt[t.Task] = i
+		}
 	}
 	if done > 0 {
 		s.markDirtyLocked(req.Job)
@@ -846,6 +938,18 @@ func (s *Scheduler) CompleteBatch(ctx context.Context, req schedapi.CompleteBatc
 		s.confirmed(retried)
 	}
 	return out, nil
+}
+
+// completedEntries maps the tasks of the successful results to their
+// index.
+func completedEntries(rs []schedapi.CompleteResult) map[string]int {
+	m := make(map[string]int)
+	for i := range rs {
+		if rs[i].Status == http.StatusOK {
+			m[rs[i].Task] = i
+		}
+	}
+	return m
 }
 
 // JobCounters returns a job's counters; job "" means every job together.
@@ -1008,7 +1112,7 @@ func (s *Scheduler) settleLocked(now time.Time) {
 			}
 			delete(s.waiters, k)
 			s.placedLocked(a)
-			w.ch <- result{a: a, idx: w.idx, seq: s.seq.Load()}
+			w.ch <- result{a: a, idx: w.idx, seq: s.seq.Load(), epoch: s.appliedEpochLocked()}
 		}
 		if len(orphans) == 0 {
 			break
@@ -1039,6 +1143,15 @@ func (s *Scheduler) settleLocked(now time.Time) {
 		default:
 		}
 	}
+}
+
+// appliedEpochLocked is the ring epoch of the View applied to the placer
+// (0 before the first).
+func (s *Scheduler) appliedEpochLocked() uint64 {
+	if s.applied == nil {
+		return 0
+	}
+	return s.applied.Epoch
 }
 
 // freeSlotsLocked counts the free slots of alive nodes.
@@ -1201,6 +1314,7 @@ func (s *Scheduler) applyView(v *membership.View) {
 	nodes, alive := nodesOf(v)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	prev := s.applied
 	s.applied, s.aliveSlots = v, alive
 	restarted := s.noteBootsLocked(v)
 	if s.p == nil {
@@ -1225,7 +1339,39 @@ func (s *Scheduler) applyView(v *membership.View) {
 		return
 	}
 	s.recordLostLocked(lost, "node died or left", now)
+	if st := s.settings.Load(); prev == nil || prev.Ring != v.Ring || replOf(prev, st) != replOf(v, st) {
+		s.rekeyLocked(v, now)
+	}
 	s.settleLocked(now)
+}
+
+// rekeyLocked gives the queued tasks (every one has a waiter) the
+// preference lists of v's ring, after the placer's nodes were set to v's
+// (see placement.Placer.Rekey): a task queued before a node joined or left
+// waits for the node that owns its block now, not the old owner, and
+// keeps its place in its locality wait. O(queued tasks). Caller holds mu
+// and calls settleLocked next.
+func (s *Scheduler) rekeyLocked(v *membership.View, now time.Time) {
+	if v.Ring == nil || len(s.waiters) == 0 {
+		return // no ring: the waiters fail for want of slots (settleLocked)
+	}
+	repl, _ := replicationOf(v, s.settings.Load())
+	ups := make([]placement.Rekey, 0, len(s.waiters))
+	ids := make([]string, 0, len(s.waiters)*repl)
+	var buf [placement.MaxPrefer]ring.Node
+	for k, w := range s.waiters {
+		start := len(ids)
+		ids = ownerIDs(v.Ring, w.ringKey, repl, buf[:0], ids)
+		ups = append(ups, placement.Rekey{Job: k.job, ID: k.task, Prefer: ids[start:len(ids):len(ids)]})
+	}
+	n, err := s.p.Rekey(ups, now)
+	if err != nil {
+		s.log.Error("scheduler: cannot give queued tasks the new ring's preference lists; they keep the old ones", "err", err)
+		return
+	}
+	if n > 0 {
+		s.log.Debug("scheduler: queued tasks follow their blocks to the new ring", "tasks", n, "queued", len(s.waiters), "epoch", v.Epoch)
+	}
 }
 
 // noteBootsLocked records each cache member's Boot and returns the members

@@ -27,6 +27,8 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 //	drain n1 | kill n1 | revive n1 | remove n1
 //	submit [job=j] t1 t2 prefer=n1,n2 [wait=3s]
 //	batch [job=j] [wait=3s]          input: one "t1 prefer=n1,n2 [wait=..]" per line
+//	rekey [job=j] t1 t2 prefer=n2    new preference lists of queued tasks (a ring change);
+//	                                 or input: one "t1 prefer=n2,n3" per line
 //	advance 1s
 //	complete [job=j] t1 [local=..] [peer=..] [miss=..] [bytes=..] [dur=..]
 //	cancel [job=j] t1
@@ -168,6 +170,20 @@ func (d *Driver) run(c Command, b *strings.Builder) error {
 		if len(q) > 0 {
 			fmt.Fprintf(b, "queued: %s\n", strings.Join(q, " "))
 		}
+	case "rekey":
+		var us []placement.Rekey
+		for _, id := range c.Args {
+			us = append(us, placement.Rekey{Job: job, ID: id, Prefer: splitPrefer(c.Keys["prefer"])})
+		}
+		for _, l := range c.Input {
+			lc := parseDirective(l)
+			us = append(us, placement.Rekey{Job: job, ID: lc.Verb, Prefer: splitPrefer(lc.Keys["prefer"])})
+		}
+		n, err := d.P.Rekey(us, d.Now)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(b, "rekeyed %d\n", n)
 	case "advance":
 		if len(c.Args) != 1 {
 			return fmt.Errorf("advance wants one duration")
@@ -258,7 +274,7 @@ func (d *Driver) run(c Command, b *strings.Builder) error {
 	for _, a := range d.P.Advance(d.Now) {
 		d.printAssign(b, a)
 	}
-	if at, ok := d.P.NextDeadline(); ok && (c.Verb == "advance" || c.Verb == "submit" || c.Verb == "batch") {
+	if at, ok := d.P.NextDeadline(); ok && (c.Verb == "advance" || c.Verb == "submit" || c.Verb == "batch" || c.Verb == "rekey") {
 		fmt.Fprintf(b, "next deadline %s\n", d.rel(at))
 	}
 	return nil
@@ -302,6 +318,14 @@ func parseNode(id string, keys map[string]string) (placement.Node, error) {
 		return nd, fmt.Errorf("unknown state %q", keys["state"])
 	}
 	return nd, nil
+}
+
+// splitPrefer parses a prefer= value: comma-separated node ids, "" for none.
+func splitPrefer(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }
 
 func parseDur(keys map[string]string, k string, dst *time.Duration) error {
