@@ -47,6 +47,30 @@ type Revalidator interface {
 	Revalidate(ctx context.Context, uri string) (origin.Info, error)
 }
 
+// RequestObserver is an optional side of a Backend that records the
+// gateway's object reads, one record per client GET whatever its answer:
+// bytes (200, 206), 304 Not Modified, 412 Precondition Failed, 404 and the
+// other errors. Most of those answers make no Read, and a GET whose object
+// changes before its first byte makes two (it starts over), so a Backend
+// that counted its Reads would count a client's GETs wrongly; a cache node
+// implements RequestObserver to count them in its read metrics. HEAD is a
+// Stat, not a read, and is not observed.
+//
+// The gateway calls ObserveRequest when it starts serving a GET of an
+// object, makes every Backend call of that request (Stat, Revalidate,
+// Read, List) with the returned context, and calls done exactly once, when
+// the request ends (also when the response is aborted mid-body). A Backend
+// should not record a Read made with such a context on its own: done
+// records the request. done's arguments are the HTTP status the gateway
+// sent (0: none, the client went away first), the summary of the Read
+// that served the body (zero when no Read ran), and the error that ended
+// the request, if any: the Backend's, or one wrapping context.Canceled
+// when the client went away. An answer the gateway decides itself (304,
+// 412, 400, 416) has a nil error.
+type RequestObserver interface {
+	ObserveRequest(ctx context.Context) (context.Context, func(status int, sum readpath.Summary, err error))
+}
+
 // Lister is the optional listing side of a Backend. When the Backend also
 // implements it (or Config.Lister is set), the gateway answers
 // ListObjectsV2, ListObjects (v1) and HeadBucket from it, which some clients
@@ -101,7 +125,8 @@ type Config struct {
 	MaxVersionRetries int
 
 	// Logger receives one line per failed request (server-side failures at
-	// Warn, client errors at Debug). Default: discard.
+	// Warn; client errors, and 501 for an API the gateway does not serve,
+	// at Debug). Default: discard.
 	Logger *slog.Logger
 }
 

@@ -92,7 +92,18 @@
 // are out, any failure aborts the connection (panic(http.ErrAbortHandler)),
 // so the client sees a truncated body and retries, never wrong or mixed
 // bytes under a 200. Middleware around the gateway must let that panic
-// through.
+// through. A client that closes its connection cancels the request's
+// context, which every Backend call gets, so a node stops filling the
+// read for it.
+//
+// # Observing
+//
+// A Backend that implements RequestObserver hears of every GET of an
+// object once, with the status sent, whatever the answer (bytes, 304,
+// 412, 404, ...) and however many Reads it took (a retry after a version
+// change makes two): a cache node counts client reads that way. Failed
+// requests are logged at Debug (client errors, and 501 for an API the
+// gateway does not serve) or Warn (server-side failures).
 //
 // # Security
 //

@@ -130,10 +130,13 @@ func errEscapesPrefix(bucket, key string) s3Error {
 }
 
 // fail writes e and logs the request: server-side failures at Warn, client
-// errors at Debug.
+// errors at Debug. 501 NotImplemented is a client's call of an API the
+// gateway does not serve (tools probe ?tagging, ?acl, versions), not a
+// server fault, so it logs at Debug too: at Warn a busy client would bury
+// the operator's real warnings.
 func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rid string, e s3Error, cause error) {
 	level := slog.LevelDebug
-	if e.Status >= 500 {
+	if e.Status >= 500 && e.Status != http.StatusNotImplemented {
 		level = slog.LevelWarn
 	}
 	g.cfg.Logger.Log(r.Context(), level, "gateway request failed",
@@ -144,6 +147,9 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rid string, e s3E
 
 // object serves GetObject and HeadObject.
 func (g *Gateway) object(w http.ResponseWriter, r *http.Request, rid, bucket, key string, q url.Values) {
+	var out outcome
+	ctx, w, done := g.observe(w, r, &out)
+	defer done() // also when an aborted response panics with http.ErrAbortHandler
 	prefix, ok := g.prefixFor(bucket)
 	if !ok {
 		g.fail(w, r, rid, errNoSuchBucket(bucket), nil)
@@ -154,19 +160,75 @@ func (g *Gateway) object(w http.ResponseWriter, r *http.Request, rid, bucket, ke
 		return
 	}
 	uri := objectURI(prefix, key)
-	ctx := r.Context()
 	for attempt := 0; ; attempt++ {
-		retry := g.serveObjectOnce(ctx, w, r, rid, bucket, key, uri, q, attempt < g.cfg.MaxVersionRetries)
+		retry := g.serveObjectOnce(ctx, w, r, rid, bucket, key, uri, q, attempt < g.cfg.MaxVersionRetries, &out)
 		if !retry {
 			return
 		}
 	}
 }
 
-// serveObjectOnce does one Stat and one Read. It returns true when the
-// object changed before any byte was sent and the caller may start over.
+// outcome is what a GET's RequestObserver is told besides the status: the
+// summary of the Read that served the body and the error that ended the
+// request. Each attempt overwrites it, so the last one is reported.
+type outcome struct {
+	sum readpath.Summary
+	err error
+}
+
+// observe starts recording a GET of an object when the Backend is a
+// RequestObserver. It returns the context for the request's Backend calls,
+// the ResponseWriter to answer through (it notes the status), and the
+// function the caller defers to report the outcome.
+func (g *Gateway) observe(w http.ResponseWriter, r *http.Request, out *outcome) (context.Context, http.ResponseWriter, func()) {
+	obs, ok := g.cfg.Backend.(RequestObserver)
+	if !ok || r.Method != http.MethodGet {
+		return r.Context(), w, func() {}
+	}
+	ctx, done := obs.ObserveRequest(r.Context())
+	sw := &statusWriter{ResponseWriter: w}
+	return ctx, sw, func() {
+		err := out.err
+		if err == nil && sw.status == 0 {
+			err = context.Canceled // no answer was sent: only a client gone early gets none
+		}
+		done(sw.status, out.sum, err)
+	}
+}
+
+// statusWriter notes the status of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// errClientGone wraps a failed write of the response body: the client
+// closed the connection.
+var errClientGone = fmt.Errorf("gateway: the client went away: %w", context.Canceled)
+
+// serveObjectOnce does one Stat and one Read, and notes in out what a
+// RequestObserver is told. It returns true when the object changed before
+// any byte was sent and the caller may start over.
 func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r *http.Request,
-	rid, bucket, key, uri string, q url.Values, mayRetry bool) (retry bool) {
+	rid, bucket, key, uri string, q url.Values, mayRetry bool, out *outcome) (retry bool) {
+	*out = outcome{}
 	info, err := g.cfg.Backend.Stat(ctx, uri)
 	if rv, ok := g.cfg.Backend.(Revalidator); ok && err == nil {
 		etag := quoteETag(info.Version)
@@ -185,6 +247,7 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 		}
 	}
 	if err != nil {
+		out.err = err
 		if ctx.Err() != nil {
 			return false // the client went away
 		}
@@ -273,10 +336,17 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 		}
 		n, err := w.Write(p)
 		written += int64(n)
-		return err
+		if err != nil {
+			return fmt.Errorf("%w: %w", errClientGone, err)
+		}
+		return nil
 	})
 	if err == nil && written != rng.Length {
 		err = fmt.Errorf("%w: backend returned %d bytes of %d", errShortBody, written, rng.Length)
+	}
+	out.sum, out.err = sum, err
+	if err != nil && ctx.Err() != nil && !errors.Is(err, context.Canceled) {
+		out.err = fmt.Errorf("%w: %w", errClientGone, err)
 	}
 	if err != nil {
 		if sent {

@@ -154,7 +154,7 @@
 //	locus_cache_used_bytes, _capacity_bytes     page data cached, and the capacity
 //	locus_cache_evictions_total                 pages evicted for space
 //	locus_read_duration_seconds{kind}           histogram of reads: client, peer
-//	locus_reads_total{kind,code}                reads by gRPC code
+//	locus_reads_total{kind,code}                reads by outcome as a gRPC code (OK, NotFound, Canceled, ...)
 //	locus_origin_requests_total{op,status}      origin calls (stat, read, list) by outcome
 //	locus_origin_http_attempts_total{method,code} S3 HTTP attempts (ObserveOriginAttempt)
 //	locus_peer_reads_total{result}              peer reads made (forwarded reads, a replica's fills) by outcome
@@ -166,6 +166,18 @@
 //
 // and gauges for the node's state (locus_node_ready, locus_node_draining,
 // locus_inflight_reads, locus_node_info) and the stat and footer caches.
+//
+// A client read is one gRPC ReadRange or one S3 gateway GET of an object
+// (Node implements gateway.RequestObserver), counted once whatever its
+// answer, in locus_reads_total and locus_read_duration_seconds: a GET that
+// starts over after a version change is one read, and GETs answered
+// without bytes count too, with the code the gRPC path would give: 404
+// NoSuchKey/NoSuchBucket NotFound, 412 FailedPrecondition, 416 OutOfRange,
+// 400 InvalidArgument, 403 PermissionDenied, a client that went away
+// Canceled, a backend failure its error's code; 304 Not Modified, which
+// gRPC has no code for, is NotModified. A HEAD is a Stat, not a read.
+// The origin calls those answers made (a Stat that found no object)
+// count in locus_origin_requests_total as always.
 //
 // # Serving
 //

@@ -120,13 +120,36 @@ func (n *Node) Read(ctx context.Context, req readpath.Request, emit func(p []byt
 	return n.read(ctx, req, emit, true)
 }
 
+// ObserveRequest implements gateway.RequestObserver: the S3 gateway's GETs
+// count in the read metrics (locus_reads_total{kind="client"},
+// locus_read_duration_seconds, locus_cache_bytes_read_total) once per
+// client request, whatever the answer (gatewayCode names it), and the
+// Reads made with the returned context are not counted on their own.
+func (n *Node) ObserveRequest(ctx context.Context) (context.Context, func(status int, sum readpath.Summary, err error)) {
+	start := time.Now()
+	var once sync.Once
+	return context.WithValue(ctx, observedRequestKey{}, true), func(status int, sum readpath.Summary, err error) {
+		once.Do(func() {
+			n.metrics.observe(false, gatewayCode(status, err), sum, time.Since(start))
+		})
+	}
+}
+
+// observedRequestKey marks the context of a request that ObserveRequest
+// records as a whole.
+type observedRequestKey struct{}
+
 // read is Read; observe says whether the read is recorded in the read
 // metrics (locus_reads_total, locus_read_duration_seconds,
 // locus_cache_bytes_read_total): not for the node's own reads of a Parquet
 // footer or magic for Stat, which no client asked for (their pages still
-// count as cache hits and misses).
+// count as cache hits and misses), nor for the Reads of a request that
+// ObserveRequest records.
 func (n *Node) read(ctx context.Context, req readpath.Request, emit func(p []byte) error, observe bool) (sum readpath.Summary, err error) {
 	start := time.Now()
+	if ctx.Value(observedRequestKey{}) != nil {
+		observe = false
+	}
 	if !n.enter() {
 		return sum, ErrStopped
 	}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
 )
@@ -473,6 +475,13 @@ func parseContentRange(s string) (start, end, total int64, ok bool) {
 
 // List implements Store with ListObjectsV2. Keys ending in "/" (folder
 // markers) are skipped.
+//
+// It asks for EncodingType=url, so a key with characters XML 1.0 cannot
+// carry (control characters) comes back under its real name rather than
+// with U+FFFD in their place, and decodes the keys itself: aws-sdk-go-v2
+// does not. Keys are decoded only when the answer says it is encoded
+// (its EncodingType element): a store that ignores the parameter
+// (versitygw 1.8 does) sends raw keys, in which "%" and "+" are literal.
 func (s *S3Store) List(ctx context.Context, prefix string, fn func(Info) error) error {
 	u, err := ParseURI(prefix)
 	if err != nil {
@@ -481,7 +490,7 @@ func (s *S3Store) List(ctx context.Context, prefix string, fn func(Info) error) 
 	if u.Scheme != SchemeS3 {
 		return fmt.Errorf("%w: the S3 store cannot list %q", ErrUnsupportedScheme, prefix)
 	}
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(u.Bucket)}
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(u.Bucket), EncodingType: types.EncodingTypeUrl}
 	if u.Key != "" {
 		in.Prefix = aws.String(u.Key)
 	}
@@ -495,6 +504,12 @@ func (s *S3Store) List(ctx context.Context, prefix string, fn func(Info) error) 
 		}
 		for _, obj := range page.Contents {
 			key := aws.ToString(obj.Key)
+			if page.EncodingType == types.EncodingTypeUrl {
+				if key, err = url.QueryUnescape(key); err != nil {
+					return fmt.Errorf("%w: s3 LIST %s: the store sent the url-encoded key %q, which does not decode: %w",
+						ErrRejected, prefix, aws.ToString(obj.Key), err)
+				}
+			}
 			if strings.HasSuffix(key, "/") {
 				continue
 			}
