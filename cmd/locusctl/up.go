@@ -16,6 +16,7 @@ import (
 	"github.com/locuscache/locus/internal/localcluster"
 	"github.com/locuscache/locus/internal/units"
 	"github.com/locuscache/locus/pkg/client"
+	"golang.org/x/sys/unix"
 )
 
 const upUsage = `Usage: locusctl up [--dir DIR] [--keep] [--passes N] [--tasks N] [--rows N]
@@ -51,7 +52,8 @@ process at once.
 Flags:
   --dir DIR             working directory (default: a new temporary one,
                         removed at exit unless --keep); a DIR you give is
-                        kept, and DIR/data/lake/events/ is rewritten
+                        kept, and DIR/data/lake/events/ is rewritten;
+                        one up at a time per DIR (a second one fails)
   --keep                keep the temporary directory
   --passes N            passes over the dataset (default 3)
   --tasks N             tasks per pass = row groups in the dataset (default 24)
@@ -135,6 +137,42 @@ func parseUp(args []string, stderr io.Writer) (upOptions, error) {
 	return o, nil
 }
 
+// errUpDirBusy: another locusctl up is running in the --dir given.
+var errUpDirBusy = errors.New("another locusctl up is running in this directory")
+
+// upLockName is the lock file locusctl up holds in its directory while it
+// runs: a second up in the same --dir would rewrite the first one's
+// dataset under its running cluster.
+const upLockName = ".locusctl-up.lock"
+
+// lockUpDir takes dir's lock file (an exclusive flock, released when the
+// process ends however it ends) and writes this process's pid in it; it
+// fails with errUpDirBusy, naming the holder's pid, when another process
+// holds it. unlock releases it.
+func lockUpDir(dir string) (unlock func(), err error) {
+	path := filepath.Join(dir, upLockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the lock file of %s: %w", dir, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			who := "another process"
+			if pid := strings.TrimSpace(string(holder)); pid != "" {
+				who = "pid " + pid
+			}
+			return nil, fmt.Errorf("%w: %s (%s holds %s): stop it first, or give another --dir", errUpDirBusy, dir, who, upLockName)
+		}
+		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() { f.Close() }, nil
+}
+
 // upMain runs locusctl up until the workload is done (--no-wait) or ctx
 // ends (a signal).
 func upMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -152,6 +190,14 @@ func upMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	unlock, err := lockUpDir(dir)
+	if err != nil {
+		if removeDir {
+			os.RemoveAll(dir)
+		}
+		return err
+	}
+	defer unlock() // after the directory is removed: no other up takes it before
 	defer func() {
 		if removeDir {
 			if rerr := os.RemoveAll(dir); rerr != nil && err == nil {

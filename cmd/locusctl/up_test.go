@@ -106,6 +106,30 @@ func TestUpNoWait(t *testing.T) {
 	}
 }
 
+// TestUpDirInUse: a second up in a --dir that a running up holds fails at
+// once, naming the holder, and leaves the directory alone. Was: it rewrote
+// DIR/data/lake/events/ under the first one's running cluster.
+func TestUpDirInUse(t *testing.T) {
+	dir := t.TempDir()
+	unlock, err := lockUpDir(dir) // as a running up holds it
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr testproc.SyncBuffer
+	err = upMain(context.Background(), []string{"--dir", dir, "--no-wait"}, &stdout, &stderr)
+	if !errors.Is(err, errUpDirBusy) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second up in %s: got %v, want errUpDirBusy naming the directory and the holder's pid", dir, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
+		t.Errorf("the second up touched %s/data (%v)", dir, err)
+	}
+	unlock()
+	// Once the first one is gone, the directory is free again.
+	if err := upMain(context.Background(), []string{"--dir", dir, "--no-wait", "--passes", "1"}, &stdout, &stderr); err != nil {
+		t.Fatalf("up after the holder let go: %v\n%s", err, stdout.String())
+	}
+}
+
 func tempDirOf(t *testing.T, out string) string {
 	t.Helper()
 	m := regexp.MustCompile(`Starting a local Locus cluster in (\S+)`).FindStringSubmatch(out)
