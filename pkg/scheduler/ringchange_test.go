@@ -62,6 +62,28 @@ type placed struct {
 	err error
 }
 
+// placedOnNewOwner waits up to 10s for the placement of task t on ch and
+// checks it went to n2, the block's owner on the ring of epoch, as
+// DATA_LOCAL; stuck describes the failure when it does not come. It
+// returns the placement.
+func placedOnNewOwner(t *testing.T, ch <-chan placed, epoch uint64, stuck string) schedapi.Placement {
+	t.Helper()
+	var got placed
+	select {
+	case got = <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal(stuck)
+	}
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if p := got.p; p.Node != "n2" || p.Owner != "n2" || p.Locality != "DATA_LOCAL" || p.RingEpoch != epoch {
+		t.Errorf("got t on %s (owner %s) %s at ring epoch %x, want on n2 (owner n2) DATA_LOCAL at the new ring's epoch %x",
+			p.Node, p.Owner, p.Locality, p.RingEpoch, epoch)
+	}
+	return got.p
+}
+
 // placeAsync places one task in the background.
 func placeAsync(c *schedulertest.Client, req schedapi.PlaceRequest) <-chan placed {
 	ch := make(chan placed, 1)
@@ -100,20 +122,7 @@ func TestQueuedTaskFollowsJoin(t *testing.T) {
 	if _, err := m2.Join([]string{ms[0].GossipAddr()}); err != nil {
 		t.Fatal(err)
 	}
-	var got placed
-	select {
-	case got = <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("task t still queued 10s after n2 joined and took over its block (it waits for n1, the old owner)")
-	}
-	if got.err != nil {
-		t.Fatal(got.err)
-	}
-	p := got.p
-	if p.Node != "n2" || p.Owner != "n2" || p.Locality != "DATA_LOCAL" || p.RingEpoch != after.Epoch {
-		t.Errorf("got t on %s (owner %s) %s at ring epoch %x, want on n2 (owner n2) DATA_LOCAL at the new ring's epoch %x",
-			p.Node, p.Owner, p.Locality, p.RingEpoch, after.Epoch)
-	}
+	p := placedOnNewOwner(t, ch, after.Epoch, "task t still queued 10s after n2 joined and took over its block (it waits for n1, the old owner)")
 	if p.WaitedMS >= wait {
 		t.Errorf("t waited %d ms, want less than its locality wait %d ms", p.WaitedMS, wait)
 	}
@@ -177,19 +186,7 @@ func TestQueuedTaskFollowsDeadOwner(t *testing.T) {
 	if _, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: "busy-n2", LocalHitBytes: 1}); err != nil {
 		t.Fatal(err)
 	}
-	var got placed
-	select {
-	case got = <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("t still queued 10s after n2 freed its slot")
-	}
-	if got.err != nil {
-		t.Fatal(got.err)
-	}
-	if p := got.p; p.Node != "n2" || p.Owner != "n2" || p.Locality != "DATA_LOCAL" || p.RingEpoch != after.Epoch {
-		t.Errorf("got t on %s (owner %s) %s at ring epoch %x, want on n2 (owner n2) DATA_LOCAL at epoch %x",
-			p.Node, p.Owner, p.Locality, p.RingEpoch, after.Epoch)
-	}
+	placedOnNewOwner(t, ch, after.Epoch, "t still queued 10s after n2 freed its slot")
 }
 
 // laggingViews is a Membership whose View (what a request computes its
@@ -282,19 +279,7 @@ func TestQueuedTaskUsesAppliedRing(t *testing.T) {
 	if _, err := c.Complete(ctx, schedapi.CompleteRequest{Job: "j", Task: "busy-n2", LocalHitBytes: 1}); err != nil {
 		t.Fatal(err)
 	}
-	var got placed
-	select {
-	case got = <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("t still queued 10s after n2, its block's owner, freed its slot")
-	}
-	if got.err != nil {
-		t.Fatal(got.err)
-	}
-	if p := got.p; p.Node != "n2" || p.Owner != "n2" || p.Locality != "DATA_LOCAL" || p.RingEpoch != cur.Epoch {
-		t.Errorf("got t on %s (owner %s) %s at ring epoch %x, want on n2 (owner n2) DATA_LOCAL at epoch %x",
-			p.Node, p.Owner, p.Locality, p.RingEpoch, cur.Epoch)
-	}
+	placedOnNewOwner(t, ch, cur.Epoch, "t still queued 10s after n2, its block's owner, freed its slot")
 }
 
 // TestQueuedBatchTaskFollowsJoin is TestQueuedTaskFollowsJoin for a task
