@@ -153,7 +153,10 @@ type JobCounters struct {
 	RackLocalTasks  int64  `json:"RACK_LOCAL_TASKS"`
 	OtherLocalTasks int64  `json:"OTHER_LOCAL_TASKS"`
 	// HitRatio is (local + peer hit bytes) / bytes over completed tasks.
-	HitRatio           float64             `json:"hit_ratio"`
+	HitRatio float64 `json:"hit_ratio"`
+	// HitRatioByLocality is HitRatio per level; a level with no completed
+	// bytes reads 0 (ByLocality's bytes tell it from a level that missed
+	// everything).
 	HitRatioByLocality ByLocality[float64] `json:"hit_ratio_by_locality"`
 	// DataLocalRatio is DATA_LOCAL_TASKS over all placed tasks.
 	DataLocalRatio float64 `json:"data_local_ratio"`
