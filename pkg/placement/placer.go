@@ -94,7 +94,8 @@ type task struct {
 	// yet returned by Advance. The caller cannot know of the placement, so
 	// until then the task behaves as queued (see unplace).
 	pending bool
-	// rekeyed: collected by the Rekey call under way (listed once).
+	// rekeyed: updated by the Rekey call under way (a later update of
+	// the same task in that call is ignored).
 	rekeyed bool
 
 	// While queued.
@@ -355,6 +356,23 @@ func (p *Placer) upsert(nd Node, now time.Time, lost []Lost) []Lost {
 	p.refresh(n)
 	p.hopeless(n)
 	return lost
+}
+
+// RestartNode records that node nd's process restarted under the same id
+// (a new boot the failure detector did not see die), at time now: its
+// running tasks died with the old process and are returned as lost (and
+// counted), its placements Advance has not returned yet are queued again,
+// and it takes nd's rack, slots and state. The tasks waiting for it keep
+// their waits: RemoveNode then UpsertNode would end the data-local wait
+// of those that prefer only it, although it is back at once. Call Advance
+// afterwards. Errors: ErrInvalidNode.
+func (p *Placer) RestartNode(nd Node, now time.Time) ([]Lost, error) {
+	if err := checkNode(nd); err != nil {
+		return nil, err
+	}
+	now = p.clock(now)
+	lost := p.loseAll(p.internNode(nd.ID), nil)
+	return p.upsert(nd, now, lost), nil
 }
 
 // hopeless ends the data-local wait of n's waiters when n cannot take tasks

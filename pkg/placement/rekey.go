@@ -35,7 +35,8 @@ type Rekey struct {
 // Updates for tasks that are not queued (unknown, running, or placed but
 // not yet returned by Advance: those keep the ring they were placed with)
 // are ignored, as are lists equal to the task's; when a task is listed
-// twice the last update wins. Re-keyed tasks keep their order among the
+// twice the last update wins (the earlier ones are not applied, and the
+// last is compared with the task's list). Re-keyed tasks keep their order among the
 // tasks waiting for a node or a rack: oldest (first submitted) first. It
 // returns how many tasks changed list. Cost: O(k log k) for the k tasks
 // that change, plus one pass over each waiting list they join.
@@ -52,12 +53,20 @@ func (p *Placer) Rekey(updates []Rekey, now time.Time) (int, error) {
 		}
 	}
 	p.clock(now)
-	var moved []*task
-	for i := range updates {
+	var moved, seen []*task // seen: the tasks updated, marked (rekeyed) until the end
+	defer func() {
+		for _, t := range seen {
+			t.rekeyed = false
+		}
+	}()
+	// Backwards, so that the last update of a task listed twice wins.
+	for i := len(updates) - 1; i >= 0; i-- {
 		t := p.queuedTask(updates[i].Job, updates[i].ID)
-		if t == nil {
+		if t == nil || t.rekeyed {
 			continue
 		}
+		t.rekeyed = true
+		seen = append(seen, t)
 		var buf [MaxPrefer]*node
 		prefer := buf[:0]
 		for _, id := range updates[i].Prefer {
@@ -69,10 +78,7 @@ func (p *Placer) Rekey(updates []Rekey, now time.Time) (int, error) {
 			continue
 		}
 		p.unlinkForRekey(t, prefer)
-		if !t.rekeyed {
-			t.rekeyed = true
-			moved = append(moved, t)
-		}
+		moved = append(moved, t)
 	}
 	if len(moved) == 0 {
 		return 0, nil
@@ -82,7 +88,6 @@ func (p *Placer) Rekey(updates []Rekey, now time.Time) (int, error) {
 	slices.SortFunc(moved, func(a, b *task) int { return cmp.Compare(a.seq, b.seq) })
 	into := make(map[*list][]*link)
 	for _, t := range moved {
-		t.rekeyed = false
 		if len(t.prefer) <= len(t.linkBuf) {
 			t.links = t.linkBuf[:len(t.prefer)]
 		} else {
@@ -91,6 +96,16 @@ func (p *Placer) Rekey(updates []Rekey, now time.Time) (int, error) {
 		for i, n := range t.prefer {
 			t.links[i].t = t
 			into[&n.waiters] = append(into[&n.waiters], &t.links[i])
+		}
+		for _, n := range t.prefer {
+			// A new preferred node with a free slot serves its waiting
+			// list (merged by submission order) first in catch-up, so
+			// the oldest re-keyed task gets the slot, whatever order the
+			// tasks joined the catch-up's list in.
+			if n.takes() && !n.dirty {
+				n.dirty = true
+				p.dirty = append(p.dirty, n)
+			}
 		}
 		if t.level >= levelRack && t.ownerRack != nil && !t.rackLink.linked() {
 			into[&t.ownerRack.waiters] = append(into[&t.ownerRack.waiters], &t.rackLink)
@@ -129,7 +144,7 @@ func (p *Placer) queuedTask(job, id string) *task {
 // and ladder decide, gives it prefer and works out its ladder again
 // (relevel). It stays in its rack queue or the any queue when its new
 // level keeps it there, so it keeps its place; Rekey links it where it
-// newly belongs. It may run twice for one task (listed twice).
+// newly belongs.
 func (p *Placer) unlinkForRekey(t *task, prefer []*node) {
 	for i, n := range t.prefer {
 		if i < len(t.links) && t.links[i].linked() {

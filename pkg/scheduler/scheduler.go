@@ -250,17 +250,22 @@ func ownerIDs(r *ring.Ring, key string, repl int, buf []ring.Node, ids []string)
 	return ids
 }
 
-// appliedRingLocked returns the View applied to the placer when its ring
-// differs from view's (nil otherwise): a request computed its preference
-// lists on view, read before mu was taken, while a newer (or older) View
-// was applied. The lists must be computed again on the applied ring, which
-// every queued task's list comes from (applyView re-keys them on each new
-// one). Caller holds mu.
-func (s *Scheduler) appliedRingLocked(view *membership.View) *membership.View {
-	if a := s.applied; a != nil && a.Ring != nil && a.Ring != view.Ring {
-		return a
+// appliedRingLocked returns the View applied to the placer, and its
+// replication under st, when its ring or replication differs from view's
+// (nil otherwise): a request computed its preference lists on view, read
+// before mu was taken, while a newer (or older) View was applied. The
+// lists must be computed again on the applied ring with the applied
+// replication, which every queued task's list comes from (applyView
+// re-keys them when either changes). Caller holds mu.
+func (s *Scheduler) appliedRingLocked(view *membership.View, st *Settings) (*membership.View, int) {
+	a := s.applied
+	if a == nil || a.Ring == nil {
+		return nil, 0
 	}
-	return nil
+	if repl := replOf(a, st); a.Ring != view.Ring || repl != replOf(view, st) {
+		return a, repl
+	}
+	return nil, 0
 }
 
 // blockSize is the block size placement keys use on view: the configured
@@ -458,9 +463,9 @@ func (s *Scheduler) Place(ctx context.Context, req schedapi.PlaceRequest) (sched
 		s.mu.Unlock()
 		return schedapi.Placement{}, err
 	}
-	if v := s.appliedRingLocked(view); v != nil {
+	if v, r := s.appliedRingLocked(view, st); v != nil {
 		view = v
-		task.Prefer = ownerIDs(v.Ring, ringKey, repl, nbuf[:0], ibuf[:0])
+		task.Prefer = ownerIDs(v.Ring, ringKey, r, nbuf[:0], ibuf[:0])
 	}
 	epoch := view.Epoch
 	now := time.Now()
@@ -621,12 +626,12 @@ func (s *Scheduler) PlaceBatch(ctx context.Context, req schedapi.PlaceBatchReque
 		s.mu.Unlock()
 		return schedapi.PlaceBatchResponse{}, err
 	}
-	if v := s.appliedRingLocked(view); v != nil {
+	if v, r := s.appliedRingLocked(view, st); v != nil {
 		view = v
 		ids = ids[:0]
 		for i := range tasks {
 			start := len(ids)
-			ids = ownerIDs(v.Ring, keys[i], repl, nbuf[:0], ids)
+			ids = ownerIDs(v.Ring, keys[i], r, nbuf[:0], ids)
 			tasks[i].Prefer = ids[start:len(ids):len(ids)]
 		}
 	}
@@ -1321,12 +1326,14 @@ func (s *Scheduler) applyView(v *membership.View) {
 		return
 	}
 	now := time.Now()
-	if len(restarted) > 0 {
+	for _, n := range nodes {
+		if !restarted[n.ID] {
+			continue
+		}
 		// A node that restarted faster than the failure detector saw it
-		// die: its tasks died with the old process. Remove it (they are
-		// lost), then add it back as the new process.
-		kept := slices.DeleteFunc(slices.Clone(nodes), func(n placement.Node) bool { return restarted[n.ID] })
-		lost, err := s.p.SetNodes(kept, now)
+		// die: its tasks died with the old process (lost), and the tasks
+		// waiting for it keep waiting for the new one.
+		lost, err := s.p.RestartNode(n, now)
 		if err != nil {
 			s.log.Error("scheduler: cannot apply the membership", "err", err)
 			return
