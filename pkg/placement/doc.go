@@ -50,7 +50,10 @@
 // ended because its old preferred nodes died waits again, until its
 // original deadline, for a new owner that is alive), and they keep their
 // first-submitted-first order in the waiting lists. Running tasks keep the
-// locality they were placed with.
+// locality they were placed with. A node whose process restarted under the
+// same id before the failure detector saw it die (the ring unchanged) goes
+// through RestartNode: its running tasks are lost, its waiters keep
+// waiting for it.
 //
 // Waits count per task from its own first-seen time, not from the last
 // local launch of its stage as Spark's per-stage timer does. So when many
