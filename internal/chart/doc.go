@@ -19,6 +19,18 @@
 //     smaller than --cache-size, secrets mounted where the flags point.
 //   - replicas > 1 without etcd fails rendering with a message naming the
 //     values to change (standalone schedulers each keep their own state).
+//   - What the API server would refuse, restated without k8s.io/api:
+//     object names, labels, port names (IANA_SVC_NAME), duplicate ports,
+//     env names, resource quantities. And what kubelet would make of the
+//     pods: Secret files readable and the cache claim writable by the
+//     non-root user (fsGroup), a grace period longer than the daemon's own
+//     shutdown bound, a checksum annotation for each chart-made Secret,
+//     several schedulers spread over hosts under a PodDisruptionBudget, and
+//     advertised addresses that parse with an IPv4 or IPv6 pod IP.
+//   - Upgrades: a fake API server on loopback answers helm's lookup of the
+//     running StatefulSet (helm template --dry-run=server), and the claim
+//     template keeps its live size (volumeClaimTemplates are immutable) or
+//     rendering fails with the steps to grow the claims.
 //   - Every metric name in the dashboard's PromQL is one the daemons export
 //     in a real scrape of an in-process cache node and scheduler, and the
 //     dashboard in dashboards/ is byte-identical to the chart's copy.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -58,7 +61,7 @@ func findHelm(t *testing.T) string {
 
 // valueSets are the values the chart is linted and rendered with: the
 // defaults (no file) and each testdata file.
-var valueSets = []string{"", "ha.yaml", "tls.yaml", "tls-server-only.yaml", "auth.yaml", "servicemonitor.yaml", "rack-label.yaml", "all-flags.yaml"}
+var valueSets = []string{"", "ha.yaml", "tls.yaml", "tls-server-only.yaml", "auth.yaml", "servicemonitor.yaml", "rack-label.yaml", "all-flags.yaml", "quantities.yaml", "ipv6.yaml"}
 
 func valueSetName(f string) string {
 	if f == "" {
@@ -76,7 +79,8 @@ func helm(t *testing.T, bin string, args ...string) (string, error) {
 	// A private HELM_* home, so that the operator's repositories and
 	// plugins do not take part.
 	home := t.TempDir()
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+	// No kubeconfig either: only a test's own --kube-apiserver is reached.
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home, "KUBECONFIG="+os.DevNull)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -149,14 +153,20 @@ func TestRenderedManifests(t *testing.T) {
 
 			tls := m.values(t, f).tls()
 			for _, c := range []*container{nc, sc} {
-				checkListeners(t, c)
+				checkListeners(t, c, m.values(t, f).ipFamily())
 				checkProbes(t, c, tls)
 				checkFilesMounted(t, c)
+				checkVolumesAccessible(t, c)
 			}
+			checkGracePeriod(t, node, nc, "drain-timeout", 30*time.Second, 15*time.Second)
+			checkGracePeriod(t, sched, sc, "shutdown-timeout", 30*time.Second, 0)
+			checkAPIFields(t, m)
 			checkJoin(t, m, node, nc, sc)
 			checkCacheVolume(t, node, nc)
 			checkSecrets(t, m, nc, sc)
+			checkSecretChecksums(t, m, nc, sc)
 			checkSchedulerStrategy(t, sched, sc)
+			checkHighAvailability(t, m, sched)
 			checkServices(t, m)
 			checkDashboardConfigMap(t, m)
 			checkServiceMonitors(t, m, f == "servicemonitor.yaml")
@@ -204,6 +214,12 @@ func TestBadValuesRefused(t *testing.T) {
 		{[]string{"scheduler.auth.enabled=true"}, "scheduler.auth.token nor scheduler.auth.existingSecret"},
 		{[]string{"gossipKey.enabled=true"}, "gossipKey.key nor gossipKey.existingSecret"},
 		{[]string{"cachenode.origin.file.root=/data"}, "cachenode.origin.file.volume is empty"},
+		// The pod must outlive the daemon's own bound on its shutdown.
+		{[]string{"cachenode.drainTimeout=45s"}, "Raise cachenode.terminationGracePeriodSeconds above 60"},
+		{[]string{"cachenode.extraArgs={--drain-timeout=1m}"}, "Raise cachenode.terminationGracePeriodSeconds above 75"},
+		{[]string{"scheduler.shutdownTimeout=1m"}, "Raise scheduler.terminationGracePeriodSeconds above 60"},
+		{[]string{"cachenode.drainTimeout=soon"}, "give a duration such as 45s"},
+		{[]string{"ipFamily=v6"}, "want IPv4 or IPv6"},
 	} {
 		args := []string{"template", "locus", "."}
 		for _, s := range tc.set {
@@ -237,6 +253,125 @@ func TestVolumeSizedFromCacheSize(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("cacheSize %s, headroom %s%%: claim %s, want %s", tc.cacheSize, tc.headroom, got, tc.want)
 		}
+	}
+}
+
+// fakeAPIServer answers what helm's lookup of the cache node StatefulSet
+// asks a Kubernetes API server (discovery of apps/v1, then the object), on
+// loopback: sts is the StatefulSet's JSON, or "" for none (404).
+func fakeAPIServer(t *testing.T, sts string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/apis/apps/v1":
+			fmt.Fprint(w, `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"apps/v1","resources":[{"name":"statefulsets","singularName":"statefulset","namespaced":true,"kind":"StatefulSet","verbs":["get","list"]}]}`)
+		case "/apis/apps/v1/namespaces/lake/statefulsets/locus-cachenode":
+			if sts != "" {
+				fmt.Fprint(w, sts)
+				return
+			}
+			fallthrough
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// liveStatefulSet is the cache node StatefulSet as the API server returns
+// it, with a cache claim template of the given size ("" for none).
+func liveStatefulSet(claim string) string {
+	vct := ""
+	if claim != "" {
+		vct = `,"volumeClaimTemplates":[{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"cache"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"` + claim + `"}},"volumeMode":"Filesystem"},"status":{"phase":"Pending"}}]`
+	}
+	return `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"locus-cachenode","namespace":"lake"},"spec":{"serviceName":"locus-cachenode-gossip"` + vct + `}}`
+}
+
+// TestClaimTemplateOnUpgrade: a StatefulSet's volumeClaimTemplates are
+// immutable (the API server refuses the whole upgrade), and the claim's
+// size follows cachenode.cacheSize. On an upgrade (helm's lookup finds the
+// StatefulSet; here through a fake API server) the chart keeps the live
+// claim size while the cache fits in it, and otherwise fails with the
+// steps that apply the change; on an install it sizes the claim from the
+// values.
+func TestClaimTemplateOnUpgrade(t *testing.T) {
+	bin := findHelm(t)
+	for _, tc := range []struct {
+		name, live string // live: the claim size of the running StatefulSet; "-": none; "none": no claim template
+		set        []string
+		want       string // the rendered claim size, or
+		fails      string // a part of the error
+	}{
+		{name: "install", live: "-", want: "112640Mi"},
+		{name: "unchanged", live: "110Gi", want: "110Gi"},
+		{name: "smaller cache kept on the live claim", live: "110Gi", set: []string{"cachenode.cacheSize=90GiB"}, want: "110Gi"},
+		{name: "image upgrade", live: "110Gi", set: []string{"image.tag=0.2.0"}, want: "110Gi"},
+		{name: "cache outgrows the claim", live: "110Gi", set: []string{"cachenode.cacheSize=105GiB"}, fails: "--cascade=orphan"},
+		{name: "explicit size differs", live: "110Gi", set: []string{"cachenode.persistence.size=200Gi"}, fails: "cachenode.persistence.size is 200Gi but the running StatefulSet locus-cachenode claims 110Gi"},
+		{name: "explicit size equal", live: "110Gi", set: []string{"cachenode.persistence.size=110Gi"}, want: "110Gi"},
+		{name: "persistence turned on", live: "none", fails: "has no cache claim template"},
+		{name: "persistence turned off", live: "110Gi", set: []string{"cachenode.persistence.enabled=false"}, fails: "has claim templates"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sts := ""
+			switch tc.live {
+			case "-":
+			case "none":
+				sts = liveStatefulSet("")
+			default:
+				sts = liveStatefulSet(tc.live)
+			}
+			args := []string{"template", "locus", ".", "--namespace", "lake", "--dry-run=server", "--kube-apiserver", fakeAPIServer(t, sts)}
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
+			}
+			out, err := helm(t, bin, args...)
+			if tc.fails != "" {
+				if err == nil {
+					t.Fatalf("rendered; want a failure saying %q", tc.fails)
+				}
+				if !strings.Contains(out, tc.fails) {
+					t.Fatalf("error does not say %q:\n%s", tc.fails, out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			node := parseManifests(t, out).one(t, "StatefulSet")
+			if tc.want == "" {
+				return
+			}
+			if got := node.claimSize(t); got != tc.want {
+				t.Errorf("claim size %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStatefulSetImmutableFields: values an operator changes on a running
+// release (ports, sizes, replicas, image, resources, flags) leave the
+// StatefulSet's immutable fields as they were: serviceName, selector,
+// podManagementPolicy and the claim templates (their size aside, which
+// TestClaimTemplateOnUpgrade covers).
+func TestStatefulSetImmutableFields(t *testing.T) {
+	bin := findHelm(t)
+	before := render(t, bin, "").one(t, "StatefulSet")
+	after := render(t, bin, "", "--set", "cachenode.replicas=7", "--set", "image.tag=9.9.9", "--set", "cachenode.gossipPort=17946",
+		"--set", "cachenode.httpPort=17080", "--set", "cachenode.slots=16", "--set", "cachenode.podLabels.team=lake",
+		"--set", "cachenode.resources.limits.memory=8Gi", "--set", "cachenode.rack=r1", "--set", "logLevel=debug").one(t, "StatefulSet")
+	immutable := func(o *object) string {
+		vct, _ := json.Marshal(o.raw["spec"].(map[string]any)["volumeClaimTemplates"])
+		vct = regexp.MustCompile(`"storage":"[^"]*"`).ReplaceAll(vct, []byte(`"storage":"-"`))
+		return fmt.Sprintf("serviceName=%s selector=%s podManagementPolicy=%s volumeClaimTemplates=%s",
+			o.Spec.ServiceName, o.Spec.RawSelector, o.Spec.PodManagementPolicy, vct)
+	}
+	if a, b := immutable(before), immutable(after); a != b {
+		t.Errorf("an upgrade changing ordinary values changes immutable StatefulSet fields:\n before %s\n after  %s", a, b)
 	}
 }
 
@@ -322,7 +457,7 @@ func firstLines(s string, n int) string {
 // checkListeners: every listener binds 0.0.0.0 (DESIGN.md: the chart
 // does) on the port of the container port of the same name, and announces
 // the pod IP on that port.
-func checkListeners(t *testing.T, c *container) {
+func checkListeners(t *testing.T, c *container, family string) {
 	t.Helper()
 	for _, l := range []struct{ flag, port string }{{"gossip-addr", "gossip-tcp"}, {"grpc-addr", "grpc"}, {"http-addr", "http"}} {
 		addr, ok := c.flag(l.flag)
@@ -338,9 +473,22 @@ func checkListeners(t *testing.T, c *container) {
 		if want := c.port(t, l.port, "TCP"); port != strconv.Itoa(want) {
 			t.Errorf("%s: --%s port %s, container port %s is %d", c.Name, l.flag, port, l.port, want)
 		}
+		// The announced address is the pod IP (of the cluster's family) on
+		// that port, as the daemon parses it once kubelet substituted
+		// $(POD_IP): an IPv6 address needs brackets.
 		adv := strings.Replace(l.flag, "-addr", "-advertise-addr", 1)
-		if a, _ := c.flag(adv); a != "$(POD_IP):"+port {
-			t.Errorf("%s: --%s=%q, want $(POD_IP):%s", c.Name, adv, a, port)
+		a, _ := c.flag(adv)
+		if !strings.Contains(a, "$(POD_IP)") {
+			t.Errorf("%s: --%s=%q does not announce $(POD_IP)", c.Name, adv, a)
+			continue
+		}
+		sample := podEnv["POD_IP"]
+		if family == "IPv6" {
+			sample = "fd00:10:1::23"
+		}
+		h, p, err := net.SplitHostPort(strings.ReplaceAll(a, "$(POD_IP)", sample))
+		if err != nil || h != sample || p != port {
+			t.Errorf("%s: --%s=%q with a pod IP of %s (%s) is host %q port %q (%v); want the pod IP on port %s", c.Name, adv, a, family, sample, h, p, err, port)
 		}
 	}
 	if g, u := c.port(t, "gossip-tcp", "TCP"), c.port(t, "gossip-udp", "UDP"); g != u {
@@ -488,6 +636,55 @@ func checkSecrets(t *testing.T, m *manifests, containers ...*container) {
 	}
 }
 
+// checkSecretChecksums: a pod that reads a Secret the chart renders from a
+// value carries a checksum of it, so that changing the value restarts
+// every daemon that read the old one at start (a scheduler left with the
+// old gossip key could not talk to the restarted cache nodes).
+func checkSecretChecksums(t *testing.T, m *manifests, containers ...*container) {
+	t.Helper()
+	for _, c := range containers {
+		tmeta, _ := c.pod.raw["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
+		annotations, _ := tmeta["annotations"].(map[string]any)
+		for _, vm := range c.VolumeMounts {
+			v := c.pod.volume(vm.Name)
+			if v == nil || v.Secret == nil || m.find("Secret", v.Secret.SecretName) == nil {
+				continue
+			}
+			if _, ok := annotations["checksum/"+vm.Name]; !ok {
+				t.Errorf("%s: mounts the chart's Secret %s (volume %s) but its pod has no checksum/%s annotation: a new value would not restart it", c.Name, v.Secret.SecretName, vm.Name, vm.Name)
+			}
+		}
+	}
+}
+
+// checkHighAvailability: several schedulers (etcd) are there to survive
+// the loss of one. The pods are spread over hosts (anti-affinity or a
+// topology spread on kubernetes.io/hostname; without either all could land
+// on one node and go down with it), and a PodDisruptionBudget selecting
+// them lets a node drain evict only some at a time.
+func checkHighAvailability(t *testing.T, m *manifests, w *object) {
+	t.Helper()
+	if w.Spec.Replicas < 2 {
+		return
+	}
+	podSpec, _ := w.raw["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	spread, _ := json.Marshal([]any{podSpec["affinity"], podSpec["topologySpreadConstraints"]})
+	if !strings.Contains(string(spread), `"topologyKey":"kubernetes.io/hostname"`) {
+		t.Errorf("%s %s: %d replicas with no spread over hosts (affinity/topologySpreadConstraints: %s)", w.Kind, w.Metadata.Name, w.Spec.Replicas, spread)
+	}
+	covered := false
+	for _, pdb := range m.all("PodDisruptionBudget") {
+		var sel struct {
+			MatchLabels map[string]string `json:"matchLabels"`
+		}
+		_ = json.Unmarshal(pdb.Spec.RawSelector, &sel)
+		covered = covered || selects(sel.MatchLabels, w.Spec.Template.Metadata.Labels)
+	}
+	if !covered {
+		t.Errorf("%s %s: %d replicas and no PodDisruptionBudget selects them", w.Kind, w.Metadata.Name, w.Spec.Replicas)
+	}
+}
+
 // checkSchedulerStrategy: a standalone scheduler is replaced with Recreate
 // (two would place on the same slots); with etcd, a rolling update.
 func checkSchedulerStrategy(t *testing.T, sched *object, sc *container) {
@@ -592,13 +789,227 @@ func checkServiceMonitors(t *testing.T, m *manifests, enabled bool) {
 	}
 }
 
+// checkVolumesAccessible: the daemon's user can read every Secret file it
+// mounts and write the cache volume, as kubelet sets them up. A Secret
+// volume's files are root's with defaultMode (0644 when unset); with a pod
+// fsGroup they belong to that group, with group read added
+// (pkg/volume/volume_linux.go). A claim's root directory is root's with
+// mode 0755 on most provisioners: writable by another user only through
+// fsGroup. A user that is not known (no runAsUser) counts as non-root when
+// runAsNonRoot is set.
+func checkVolumesAccessible(t *testing.T, c *container) {
+	t.Helper()
+	podSC := c.pod.Spec.Template.Spec.SecurityContext
+	var uid *int64
+	if podSC != nil && podSC.RunAsUser != nil {
+		uid = podSC.RunAsUser
+	}
+	nonRoot := false
+	if sc := c.SecurityContext; sc != nil {
+		if sc.RunAsUser != nil {
+			uid = sc.RunAsUser
+		}
+		nonRoot = sc.RunAsNonRoot != nil && *sc.RunAsNonRoot
+	}
+	if uid != nil {
+		nonRoot = *uid != 0
+	}
+	if !nonRoot {
+		return
+	}
+	fsGroup := podSC != nil && podSC.FSGroup != nil
+	for _, vm := range c.VolumeMounts {
+		v := c.pod.volume(vm.Name)
+		switch {
+		case v != nil && v.Secret != nil:
+			mode := 0o644
+			if v.Secret.DefaultMode != nil {
+				mode = *v.Secret.DefaultMode
+			}
+			if mode&0o004 == 0 && !fsGroup {
+				t.Errorf("%s: Secret volume %s (mode %#o, owner root) at %s is unreadable by user %v: the pod has no fsGroup", c.Name, vm.Name, mode, vm.MountPath, describeUID(uid))
+			}
+		case v == nil && c.pod.hasClaimTemplate(vm.Name):
+			if !fsGroup {
+				t.Errorf("%s: claim %s at %s is not writable by user %v: the pod has no fsGroup", c.Name, vm.Name, vm.MountPath, describeUID(uid))
+			}
+		}
+	}
+}
+
+func describeUID(uid *int64) string {
+	if uid == nil {
+		return "(non-root, image default)"
+	}
+	return strconv.FormatInt(*uid, 10)
+}
+
+// checkGracePeriod: the pod's terminationGracePeriodSeconds is longer than
+// the daemon's bound on its own shutdown (the flag's last value, else its
+// default, plus extra): shorter, kubelet kills it mid-drain.
+func checkGracePeriod(t *testing.T, w *object, c *container, flag string, def, extra time.Duration) {
+	t.Helper()
+	d := def
+	if v, ok := c.flag(flag); ok {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			t.Errorf("%s: --%s=%s: %v", c.Name, flag, v, err)
+			return
+		}
+	}
+	g := w.Spec.Template.Spec.TerminationGracePeriodSeconds
+	if g == nil {
+		t.Errorf("%s %s: no terminationGracePeriodSeconds (Kubernetes' default is 30s)", w.Kind, w.Metadata.Name)
+		return
+	}
+	grace := time.Duration(*g * float64(time.Second))
+	if grace <= d+extra {
+		t.Errorf("%s %s: terminationGracePeriodSeconds %v, but the daemon may take --%s=%v plus %v to stop", w.Kind, w.Metadata.Name, grace, flag, d, extra)
+	}
+}
+
+// The API server's rules for the fields checkAPIFields looks at
+// (k8s.io/apimachinery/pkg/util/validation), restated here so that the
+// tests need nothing but helm.
+var (
+	dns1123Label   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dns1035Label   = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+	ianaSvcName    = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	labelValue     = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
+	qualifiedName  = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
+	envVarName     = regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`)
+	quantityFormat = regexp.MustCompile(`^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$`)
+)
+
+func isDNS1123Subdomain(s string) bool {
+	if len(s) == 0 || len(s) > 253 {
+		return false
+	}
+	for _, part := range strings.Split(s, ".") {
+		if !dns1123Label.MatchString(part) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkLabels: keys are [prefix/]name (name at most 63 characters, prefix
+// a DNS subdomain), values at most 63 characters of the label alphabet.
+func checkLabels(t *testing.T, where string, labels map[string]any) {
+	t.Helper()
+	for k, v := range labels {
+		prefix, name, hasPrefix := strings.Cut(k, "/")
+		if !hasPrefix {
+			prefix, name = "", k
+		}
+		if len(name) > 63 || !qualifiedName.MatchString(name) || (hasPrefix && !isDNS1123Subdomain(prefix)) {
+			t.Errorf("%s: label key %q is not a qualified name", where, k)
+		}
+		s, ok := v.(string)
+		if !ok {
+			t.Errorf("%s: label %s=%v is not a string", where, k, v)
+			continue
+		}
+		if len(s) > 63 || !labelValue.MatchString(s) {
+			t.Errorf("%s: label %s=%q is not a valid label value (at most 63 characters, alphanumerics with -_. inside)", where, k, s)
+		}
+	}
+}
+
+// checkAPIFields checks what the API server validates and a typo in a
+// template gets wrong without breaking the YAML: object names, labels,
+// port names (IANA_SVC_NAME: at most 15 lowercase characters, for
+// containers; DNS labels for Services), duplicate container ports, env
+// variable names, and resource quantities.
+func checkAPIFields(t *testing.T, m *manifests) {
+	t.Helper()
+	for _, o := range m.objs {
+		where := o.Kind + " " + o.Metadata.Name
+		if !isDNS1123Subdomain(o.Metadata.Name) {
+			t.Errorf("%s: name is not a DNS-1123 subdomain", where)
+		}
+		if o.Kind == "Service" && (len(o.Metadata.Name) > 63 || !dns1035Label.MatchString(o.Metadata.Name)) {
+			t.Errorf("%s: a Service's name must be a DNS-1035 label", where)
+		}
+		meta, _ := o.raw["metadata"].(map[string]any)
+		labels, _ := meta["labels"].(map[string]any)
+		checkLabels(t, where, labels)
+		spec, _ := o.raw["spec"].(map[string]any)
+		if o.Kind == "Service" {
+			seen := map[string]bool{}
+			for _, p := range asList(spec["ports"]) {
+				name, _ := p["name"].(string)
+				if len(name) > 63 || !dns1123Label.MatchString(name) || seen[name] {
+					t.Errorf("%s: port name %q is not a unique DNS label", where, name)
+				}
+				seen[name] = true
+			}
+		}
+		tmpl, _ := spec["template"].(map[string]any)
+		if tmpl == nil {
+			continue
+		}
+		tmeta, _ := tmpl["metadata"].(map[string]any)
+		tlabels, _ := tmeta["labels"].(map[string]any)
+		checkLabels(t, where+" pod template", tlabels)
+		podSpec, _ := tmpl["spec"].(map[string]any)
+		for _, c := range asList(podSpec["containers"]) {
+			cw := fmt.Sprintf("%s container %v", where, c["name"])
+			names := map[string]bool{}
+			ports := map[string]bool{}
+			for _, p := range asList(c["ports"]) {
+				name, _ := p["name"].(string)
+				if len(name) > 15 || !ianaSvcName.MatchString(name) || !regexp.MustCompile(`[a-z]`).MatchString(name) || strings.Contains(name, "--") {
+					t.Errorf("%s: port name %q is not an IANA_SVC_NAME (at most 15 characters, lowercase letters, digits and inner single hyphens, one letter at least)", cw, name)
+				}
+				if names[name] {
+					t.Errorf("%s: port name %q twice", cw, name)
+				}
+				names[name] = true
+				key := fmt.Sprintf("%v/%v", p["containerPort"], p["protocol"])
+				if ports[key] {
+					t.Errorf("%s: container port %s twice", cw, key)
+				}
+				ports[key] = true
+			}
+			for _, e := range asList(c["env"]) {
+				if name, _ := e["name"].(string); !envVarName.MatchString(name) {
+					t.Errorf("%s: env name %q is not a C identifier-like name", cw, name)
+				}
+			}
+			res, _ := c["resources"].(map[string]any)
+			for _, kind := range []string{"requests", "limits"} {
+				rl, _ := res[kind].(map[string]any)
+				for r, q := range rl {
+					if !quantityFormat.MatchString(fmt.Sprint(q)) {
+						t.Errorf("%s: resources.%s.%s %v is not a quantity", cw, kind, r, q)
+					}
+				}
+			}
+		}
+	}
+}
+
+// asList reads a JSON array of objects.
+func asList(v any) []map[string]any {
+	var out []map[string]any
+	l, _ := v.([]any)
+	for _, e := range l {
+		if m, ok := e.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // ---------------------------------------------------------------------
 // Manifests.
 
 type manifests struct{ objs []*object }
 
 type object struct {
-	Kind     string `json:"kind"`
+	raw      map[string]any // the whole object, for checkAPIFields
+	Kind     string         `json:"kind"`
 	Metadata struct {
 		Name   string            `json:"name"`
 		Labels map[string]string `json:"labels"`
@@ -615,10 +1026,13 @@ type object struct {
 				Labels map[string]string `json:"labels"`
 			} `json:"metadata"`
 			Spec struct {
-				Containers []*container `json:"containers"`
-				Volumes    []*volume    `json:"volumes"`
+				TerminationGracePeriodSeconds *float64     `json:"terminationGracePeriodSeconds"`
+				SecurityContext               *podSecCtx   `json:"securityContext"`
+				Containers                    []*container `json:"containers"`
+				Volumes                       []*volume    `json:"volumes"`
 			} `json:"spec"`
 		} `json:"template"`
+		PodManagementPolicy  string `json:"podManagementPolicy"`
 		VolumeClaimTemplates []struct {
 			Metadata struct {
 				Name string `json:"name"`
@@ -644,6 +1058,13 @@ type object struct {
 	} `json:"spec"`
 }
 
+// podSecCtx is the part of a pod's securityContext that decides who may
+// read and write its volumes.
+type podSecCtx struct {
+	FSGroup   *int64 `json:"fsGroup"`
+	RunAsUser *int64 `json:"runAsUser"`
+}
+
 type servicePort struct {
 	Name       string `json:"name"`
 	Protocol   string `json:"protocol"`
@@ -661,9 +1082,13 @@ type container struct {
 		ContainerPort int    `json:"containerPort"`
 		Protocol      string `json:"protocol"`
 	} `json:"ports"`
-	ReadinessProbe *probe `json:"readinessProbe"`
-	LivenessProbe  *probe `json:"livenessProbe"`
-	VolumeMounts   []struct {
+	ReadinessProbe  *probe `json:"readinessProbe"`
+	LivenessProbe   *probe `json:"livenessProbe"`
+	SecurityContext *struct {
+		RunAsUser    *int64 `json:"runAsUser"`
+		RunAsNonRoot *bool  `json:"runAsNonRoot"`
+	} `json:"securityContext"`
+	VolumeMounts []struct {
 		Name      string `json:"name"`
 		MountPath string `json:"mountPath"`
 	} `json:"volumeMounts"`
@@ -685,7 +1110,8 @@ type probe struct {
 type volume struct {
 	Name   string `json:"name"`
 	Secret *struct {
-		SecretName string `json:"secretName"`
+		SecretName  string `json:"secretName"`
+		DefaultMode *int   `json:"defaultMode"`
 	} `json:"secret"`
 	EmptyDir *struct {
 		SizeLimit string `json:"sizeLimit"`
@@ -706,6 +1132,9 @@ func parseManifests(t *testing.T, out string) *manifests {
 		}
 		o := &object{}
 		if err := json.Unmarshal(js, o); err != nil {
+			t.Fatalf("rendered object: %v\n%s", err, doc)
+		}
+		if err := json.Unmarshal(js, &o.raw); err != nil {
 			t.Fatalf("rendered object: %v\n%s", err, doc)
 		}
 		// A Service's selector is a label map; a ServiceMonitor's has matchLabels.
@@ -796,6 +1225,15 @@ func (o *object) volume(name string) *volume {
 		}
 	}
 	return nil
+}
+
+func (o *object) hasClaimTemplate(name string) bool {
+	for _, c := range o.Spec.VolumeClaimTemplates {
+		if c.Metadata.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (o *object) claimSize(t *testing.T) string {
@@ -898,7 +1336,8 @@ const (
 )
 
 type valuesFile struct {
-	TLS *struct {
+	IPFamily string `json:"ipFamily"`
+	TLS      *struct {
 		Enabled bool  `json:"enabled"`
 		CA      *bool `json:"ca"`
 	} `json:"tls"`
@@ -920,6 +1359,14 @@ func (m *manifests) values(t *testing.T, file string) valuesFile {
 		t.Fatalf("%s: %v", file, err)
 	}
 	return v
+}
+
+// ipFamily is the value set's ipFamily (the chart's default: IPv4).
+func (v valuesFile) ipFamily() string {
+	if v.IPFamily == "" {
+		return "IPv4"
+	}
+	return v.IPFamily
 }
 
 func (v valuesFile) tls() tlsMode {

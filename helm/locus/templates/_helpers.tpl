@@ -54,6 +54,11 @@ app.kubernetes.io/instance: {{ .ctx.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
+{{/* The pod IP as the host of an advertised host:port: bracketed for IPv6. */}}
+{{- define "locus.advertiseHost" -}}
+{{- ternary "[$(POD_IP)]" "$(POD_IP)" (eq .Values.ipFamily "IPv6") -}}
+{{- end -}}
+
 {{- define "locus.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
@@ -63,6 +68,11 @@ locus.flag appends one daemon flag to the list $acc.args, or nothing when
 the value is empty (the daemon's default then applies). Lists are joined
 with commas (the daemons' list flags); booleans are rendered even when
 false. Call with (list $acc "flag-name" value); render $acc.args with toYaml.
+
+Numbers from a values file reach the template as float64, which %v prints
+in exponent form from a million on (1e+06, 2.097152e+06), a form no daemon
+flag parses: whole numbers are printed as integers. Sizes written as
+Kubernetes quantities (8Gi) get the B the daemons' units need (8GiB).
 */}}
 {{- define "locus.flag" -}}
 {{- $acc := index . 0 -}}
@@ -73,10 +83,18 @@ false. Call with (list $acc "flag-name" value); render $acc.args with toYaml.
 {{- $arg = printf "--%s=%t" $name $v -}}
 {{- else if kindIs "slice" $v -}}
 {{- if $v -}}{{- $arg = printf "--%s=%s" $name (join "," $v) -}}{{- end -}}
+{{- else if and (kindIs "float64" $v) (eq $v (floor $v)) -}}
+{{- $arg = printf "--%s=%d" $name (int64 $v) -}}
 {{- else if not (kindIs "invalid" $v) -}}
-{{- if ne (toString $v) "" -}}{{- $arg = printf "--%s=%v" $name $v -}}{{- end -}}
+{{- if ne (toString $v) "" -}}{{- $arg = printf "--%s=%s" $name (include "locus.daemonSize" $v) -}}{{- end -}}
 {{- end -}}
 {{- if $arg -}}{{- $_ := set $acc "args" (append $acc.args $arg) -}}{{- end -}}
+{{- end -}}
+
+{{/* locus.daemonSize: a Kubernetes binary quantity (8Gi) as the daemons' unit (8GiB); anything else as it is. */}}
+{{- define "locus.daemonSize" -}}
+{{- $s := toString . -}}
+{{- if regexMatch "^[0-9.]+(Ki|Mi|Gi|Ti)$" $s -}}{{- printf "%sB" $s -}}{{- else -}}{{- $s -}}{{- end -}}
 {{- end -}}
 
 {{/*
@@ -104,8 +122,68 @@ Secret names and mount paths.
 {{- if and (gt (int .Values.scheduler.replicas) 1) (not .Values.scheduler.etcd.endpoints) -}}
 {{- fail (printf "scheduler.replicas is %d but scheduler.etcd.endpoints is empty: standalone schedulers each keep their own state in memory (DESIGN.md), so several would place tasks on the same slots and count them apart. Set scheduler.etcd.endpoints for a highly available scheduler, or scheduler.replicas to 1" (int .Values.scheduler.replicas)) -}}
 {{- end -}}
+{{- if not (has .Values.ipFamily (list "IPv4" "IPv6")) -}}
+{{- fail (printf "ipFamily is %q: want IPv4 or IPv6 (the family of the pods' IPs)" (toString .Values.ipFamily)) -}}
+{{- end -}}
 {{- if lt (int .Values.cachenode.replicas) 1 -}}
 {{- fail "cachenode.replicas must be at least 1" -}}
+{{- end -}}
+{{- include "locus.validateGrace" (list .Values.cachenode "cachenode" "drain-timeout" "drainTimeout" "30s" 15) -}}
+{{- include "locus.validateGrace" (list .Values.scheduler "scheduler" "shutdown-timeout" "shutdownTimeout" "30s" 0) -}}
+{{- end -}}
+
+{{/*
+locus.validateGrace fails rendering unless the pod's
+terminationGracePeriodSeconds is longer than the daemon's own bound on its
+shutdown: the flag's value (extraArgs win, as on the command line; else the
+value; else the daemon's default) plus extra seconds. Shorter, kubelet
+kills the daemon mid-drain: reads in flight fail, a cache node does not
+leave the gossip (its peers wait for the failure detector), a scheduler
+loses its last counter flush. Call with (list values component flag
+valueName default extraSeconds).
+*/}}
+{{- define "locus.validateGrace" -}}
+{{- $v := index . 0 -}}
+{{- $component := index . 1 -}}
+{{- $flag := index . 2 -}}
+{{- $valueName := index . 3 -}}
+{{- $d := default (index . 4) (index $v $valueName) -}}
+{{- $what := printf "%s.%s" $component $valueName -}}
+{{- range $v.extraArgs -}}
+{{- if hasPrefix (printf "--%s=" $flag) (toString .) -}}
+{{- $d = trimPrefix (printf "--%s=" $flag) (toString .) -}}
+{{- $what = printf "%s.extraArgs (--%s)" $component $flag -}}
+{{- end -}}
+{{- end -}}
+{{- $need := addf (include "locus.seconds" (list $what $d)) (index . 5) -}}
+{{- $grace := float64 $v.terminationGracePeriodSeconds -}}
+{{- if not (gt $grace $need) -}}
+{{- fail (printf "%s.terminationGracePeriodSeconds is %v but %s is %v: the %s takes up to %v seconds to stop (--%s%s), so kubelet would kill it mid-shutdown. Raise %s.terminationGracePeriodSeconds above %v" $component $v.terminationGracePeriodSeconds $what $d $component $need $flag (ternary (printf " plus %vs" (index . 5)) "" (gt (int (index . 5)) 0)) $component $need) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+locus.seconds converts a Go duration ("45s", "2m", "1m30s", "1.5h",
+"500ms") to seconds. Call with (list "value.name" value); anything else
+fails rendering naming the value.
+*/}}
+{{- define "locus.seconds" -}}
+{{- $what := index . 0 -}}
+{{- $s := toString (index . 1) -}}
+{{- if eq $s "0" -}}
+0
+{{- else -}}
+{{- if not (regexMatch "^([0-9]+(\\.[0-9]+)?(h|ms|m|s|us|µs|ns))+$" $s) -}}
+{{- fail (printf "%s is %q: give a duration such as 45s, 2m or 1m30s" $what $s) -}}
+{{- end -}}
+{{- $mult := dict "h" 3600.0 "m" 60.0 "s" 1.0 "ms" 0.001 "us" 0.000001 "µs" 0.000001 "ns" 0.000000001 -}}
+{{- $total := 0.0 -}}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?(h|ms|m|s|us|µs|ns)" $s -1 -}}
+{{- $n := float64 (regexFind "^[0-9.]+" .) -}}
+{{- $u := trimPrefix (regexFind "^[0-9.]+" .) . -}}
+{{- $total = addf $total (mulf $n (index $mult $u)) -}}
+{{- end -}}
+{{- $total -}}
 {{- end -}}
 {{- end -}}
 
@@ -140,6 +218,53 @@ could not size the cache volume from it.
 {{- else -}}
 {{- $withHeadroom := div (add (mul $cache (add 100 (int64 .Values.cachenode.persistence.headroomPercent))) 99) 100 -}}
 {{- printf "%dMi" $withHeadroom -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+locus.cachenode.claimSize is the storage request of the StatefulSet's
+"cache" claim template. A StatefulSet's volumeClaimTemplates cannot change
+(the API server refuses the whole upgrade), but their size follows
+cachenode.cacheSize, a value operators raise. So on an upgrade the chart
+looks the live StatefulSet up and keeps its claim size as long as the new
+cacheSize fits in it (with the headroom); a cache that no longer fits, an
+explicit persistence.size other than the live one, or persistence turned
+on or off fails rendering with the steps that apply the change. Under
+`helm template` (no cluster) lookup finds nothing: the size from values.
+*/}}
+{{- define "locus.cachenode.claimSize" -}}
+{{- $want := include "locus.cachenode.volumeSize" . -}}
+{{- $sts := lookup "apps/v1" "StatefulSet" .Release.Namespace (include "locus.cachenode.fullname" .) -}}
+{{- if not $sts -}}
+{{- $want -}}
+{{- else -}}
+{{- $live := "" -}}
+{{- range (dig "spec" "volumeClaimTemplates" list $sts) -}}
+{{- if eq (dig "metadata" "name" "" .) "cache" -}}
+{{- $live = toString (dig "spec" "resources" "requests" "storage" "" .) -}}
+{{- end -}}
+{{- end -}}
+{{- $steps := printf "A StatefulSet's volumeClaimTemplates cannot change. To apply it: expand each claim (kubectl -n %s patch pvc cache-%s-<ordinal> -p '{\"spec\":{\"resources\":{\"requests\":{\"storage\":\"%s\"}}}}', which needs a StorageClass with allowVolumeExpansion), delete the StatefulSet but not its pods (kubectl -n %s delete statefulset %s --cascade=orphan), then upgrade again: the new StatefulSet adopts the pods and their claims" .Release.Namespace $sts.metadata.name $want .Release.Namespace $sts.metadata.name -}}
+{{- if not $live -}}
+{{- fail (printf "cachenode.persistence.enabled is true but the running StatefulSet %s has no cache claim template (it was installed with persistence off). %s" $sts.metadata.name $steps) -}}
+{{- end -}}
+{{- $liveMiB := int64 (include "locus.mebibytes" (list (printf "the claim template of StatefulSet %s" $sts.metadata.name) $live)) -}}
+{{- $wantMiB := int64 (include "locus.mebibytes" (list "cachenode.persistence.size" $want)) -}}
+{{- if and .Values.cachenode.persistence.size (ne $liveMiB $wantMiB) -}}
+{{- fail (printf "cachenode.persistence.size is %s but the running StatefulSet %s claims %s. %s" (toString .Values.cachenode.persistence.size) $sts.metadata.name $live $steps) -}}
+{{- end -}}
+{{- if gt $wantMiB $liveMiB -}}
+{{- fail (printf "cachenode.cacheSize %s needs a volume of %s (with persistence.headroomPercent) but the running StatefulSet %s claims %s. %s" (toString .Values.cachenode.cacheSize) $want $sts.metadata.name $live $steps) -}}
+{{- end -}}
+{{- $live -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The live StatefulSet, when persistence is off: refuses to drop its claim templates. */}}
+{{- define "locus.cachenode.checkNoClaims" -}}
+{{- $sts := lookup "apps/v1" "StatefulSet" .Release.Namespace (include "locus.cachenode.fullname" .) -}}
+{{- if and $sts (dig "spec" "volumeClaimTemplates" list $sts) -}}
+{{- fail (printf "cachenode.persistence.enabled is false but the running StatefulSet %s has claim templates: a StatefulSet's volumeClaimTemplates cannot change. Delete it first (kubectl -n %s delete statefulset %s; its claims stay), then upgrade" $sts.metadata.name .Release.Namespace $sts.metadata.name) -}}
 {{- end -}}
 {{- end -}}
 
