@@ -811,19 +811,27 @@ func (p *Placer) unrun(t *task) {
 	p.refresh(n)
 }
 
+// allocLinks gives t one waiting-list link per preferred node, in its
+// inline buffer when the list fits.
+func (t *task) allocLinks() {
+	if len(t.prefer) <= len(t.linkBuf) {
+		t.links = t.linkBuf[:len(t.prefer)]
+	} else {
+		t.links = make([]link, len(t.prefer))
+	}
+	for i := range t.links {
+		t.links[i].t = t
+	}
+}
+
 // enqueue queues t (admitted, not running).
 func (p *Placer) enqueue(t *task) {
 	t.state = stateQueued
 	t.job.c.Queued++
 	p.global.Queued++
 	p.queued++
-	if len(t.prefer) <= len(t.linkBuf) {
-		t.links = t.linkBuf[:len(t.prefer)]
-	} else {
-		t.links = make([]link, len(t.prefer))
-	}
+	t.allocLinks()
 	for i, n := range t.prefer {
-		t.links[i].t = t
 		n.waiters.pushBack(&t.links[i])
 	}
 	t.rackLink.t, t.anyLink.t = t, t

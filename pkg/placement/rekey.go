@@ -88,13 +88,8 @@ func (p *Placer) Rekey(updates []Rekey, now time.Time) (int, error) {
 	slices.SortFunc(moved, func(a, b *task) int { return cmp.Compare(a.seq, b.seq) })
 	into := make(map[*list][]*link)
 	for _, t := range moved {
-		if len(t.prefer) <= len(t.linkBuf) {
-			t.links = t.linkBuf[:len(t.prefer)]
-		} else {
-			t.links = make([]link, len(t.prefer))
-		}
+		t.allocLinks()
 		for i, n := range t.prefer {
-			t.links[i].t = t
 			into[&n.waiters] = append(into[&n.waiters], &t.links[i])
 		}
 		for _, n := range t.prefer {

@@ -25,6 +25,37 @@ func awaitApplied(t *testing.T, views *laggingViews, v *membership.View) {
 	}
 }
 
+// staleReplication starts a scheduler over n1 (r1) and n2 (r2), each
+// with one slot, whose cache nodes go from replication 1 to 2 (same ring);
+// it places "busy" on n1 (uri[0], a block n1 owns), then makes requests
+// read the replication-1 View while the placer has the replication-2 one
+// applied. It returns the client, the applied View and two URIs of blocks
+// n1 owns.
+func staleReplication(t *testing.T) (*schedulertest.Client, *membership.View, []string) {
+	t.Helper()
+	n1 := schedulertest.Node("n1", "r1", 1)
+	n2 := schedulertest.Node("n2", "r2", 1)
+	views := &laggingViews{Views: schedulertest.NewViews(t, schedulertest.OwnerOnly(n1, n2)...), applied: make(chan *membership.View, 8)}
+	old := views.Views.View() // replication 1
+	_, c := startWith(t, views, nil)
+	awaitApplied(t, views, old)
+	// The cache nodes restart with replication 2 (same members).
+	if err := views.Views.Set(schedulertest.Replication(n1, 2), schedulertest.Replication(n2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	cur := views.Views.View()
+	awaitApplied(t, views, cur)
+	uri := ownedBy(t, cur, "n1", 2)
+	busy, err := c.Place(context.Background(), schedapi.PlaceRequest{Job: "j", Task: "busy", Split: split(uri[0]), WaitMS: -1})
+	if err != nil || busy.Node != "n1" {
+		t.Fatalf("place busy: %+v, %v; want it on n1", busy, err)
+	}
+	views.mu.Lock()
+	views.stale = old // requests now read the replication-1 View
+	views.mu.Unlock()
+	return c, cur, uri
+}
+
 // TestPlaceUsesAppliedReplication: a request computes its task's
 // preference list on the View it read before taking the lock; Place
 // recomputes the list when the applied View's ring differs
@@ -44,27 +75,7 @@ func awaitApplied(t *testing.T, views *laggingViews, v *membership.View) {
 // appliedRingLocked compares the replication too, and Place and
 // PlaceBatch recompute the lists with the applied View's replication.
 func TestPlaceUsesAppliedReplication(t *testing.T) {
-	n1 := schedulertest.Node("n1", "r1", 1)
-	n2 := schedulertest.Node("n2", "r2", 1)
-	views := &laggingViews{Views: schedulertest.NewViews(t, schedulertest.OwnerOnly(n1, n2)...), applied: make(chan *membership.View, 8)}
-	old := views.Views.View() // replication 1
-	_, c := startWith(t, views, nil)
-	awaitApplied(t, views, old)
-	ctx := context.Background()
-	// The cache nodes restart with replication 2 (same members).
-	if err := views.Views.Set(schedulertest.Replication(n1, 2), schedulertest.Replication(n2, 2)); err != nil {
-		t.Fatal(err)
-	}
-	cur := views.Views.View()
-	awaitApplied(t, views, cur)
-	uri := ownedBy(t, cur, "n1", 2)
-	busy, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "busy", Split: split(uri[0]), WaitMS: -1})
-	if err != nil || busy.Node != "n1" {
-		t.Fatalf("place busy: %+v, %v; want it on n1", busy, err)
-	}
-	views.mu.Lock()
-	views.stale = old // requests now read the replication-1 View
-	views.mu.Unlock()
+	c, cur, uri := staleReplication(t)
 	ch := placeAsync(c, schedapi.PlaceRequest{Job: "j", Task: "t", Split: split(uri[1]), WaitMS: 60_000})
 	var got placed
 	select {
@@ -87,26 +98,8 @@ func TestPlaceUsesAppliedReplication(t *testing.T) {
 // View's repl): the task must run at once on n2, in its list on the applied
 // View (replication 2), not wait for the busy n1.
 func TestPlaceBatchUsesAppliedReplication(t *testing.T) {
-	n1 := schedulertest.Node("n1", "r1", 1)
-	n2 := schedulertest.Node("n2", "r2", 1)
-	views := &laggingViews{Views: schedulertest.NewViews(t, schedulertest.OwnerOnly(n1, n2)...), applied: make(chan *membership.View, 8)}
-	old := views.Views.View()
-	_, c := startWith(t, views, nil)
-	awaitApplied(t, views, old)
+	c, cur, uri := staleReplication(t)
 	ctx := context.Background()
-	if err := views.Views.Set(schedulertest.Replication(n1, 2), schedulertest.Replication(n2, 2)); err != nil {
-		t.Fatal(err)
-	}
-	cur := views.Views.View()
-	awaitApplied(t, views, cur)
-	uri := ownedBy(t, cur, "n1", 2)
-	busy, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "busy", Split: split(uri[0]), WaitMS: -1})
-	if err != nil || busy.Node != "n1" {
-		t.Fatalf("place busy: %+v, %v; want it on n1", busy, err)
-	}
-	views.mu.Lock()
-	views.stale = old
-	views.mu.Unlock()
 	type answer struct {
 		r   schedapi.PlaceBatchResponse
 		err error
