@@ -252,3 +252,22 @@ func (f *fatalRecorder) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
 	runtime.Goexit()
 }
+
+// TestFreePortBelowEphemeralRange: FreePort's ports lie below the kernel's
+// ephemeral range (which outgoing connections draw from) and are free for
+// TCP and UDP.
+func TestFreePortBelowEphemeralRange(t *testing.T) {
+	low := ephemeralLow()
+	for range 20 {
+		port, err := FreePort("127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < 10000 || port >= low {
+			t.Fatalf("FreePort = %d, want in [10000, %d)", port, low)
+		}
+		if !free("127.0.0.1", port) {
+			t.Fatalf("port %d is not free for TCP and UDP", port)
+		}
+	}
+}

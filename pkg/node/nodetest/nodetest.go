@@ -27,12 +27,14 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/locuscache/locus/internal/testproc"
 	"github.com/locuscache/locus/pkg/gateway"
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/node"
@@ -112,13 +114,11 @@ func Addr(i int) string { return fmt.Sprintf("127.0.0.%d:0", i%250+1) }
 // free a moment ago (for processes, which take their ports as flags).
 func FreeAddr(t testing.TB, ip string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", ip+":0")
+	port, err := testproc.FreePort(ip)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := l.Addr().String()
-	l.Close()
-	return a
+	return net.JoinHostPort(ip, strconv.Itoa(port))
 }
 
 // Logger returns the logger nodes use in tests: discard, or debug to stderr

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -74,17 +73,8 @@ func StartVersityGW(t testing.TB) *VersityGW {
 	return nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func startOnce(t testing.TB, bin string) (*VersityGW, error) {
-	port, err := freePort()
+	port, err := testproc.FreePort("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package schedulertest
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/locuscache/locus/internal/testproc"
 )
 
 // EtcdEnv names an environment variable choosing the etcd StartEtcd
@@ -40,12 +41,11 @@ func (e *Etcd) Stop() { e.stop() }
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testproc.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // StartEtcd starts an etcd for the test (see EtcdEnv) and stops it when
