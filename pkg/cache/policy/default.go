@@ -69,6 +69,7 @@ func (m *mirror) Touch(key uint64) bool {
 		}
 	}
 	i := m.idx.get(m.nodes, key)
+	t.noteLive(i != nilIdx)
 	if i == nilIdx {
 		return false
 	}

@@ -63,6 +63,7 @@ var (
 	twinCost       = 2.0  // full sampling: a switch between two candidates of one window costs this many times more (see switchCost)
 	newRunShare    = 0.25 // sampled, unconfirmed: a run of misses in every shadow this long (x their size) restarts the schedule (see noteRun)
 	runDecisions   = 16   // ... after which the tuner decides this many times, every size/runDecisions sampled accesses
+	maxPenalty     = 8.0  // full sampling: switches that keep losing multiply switch costs by up to this (see noteSwitch)
 )
 
 // decisionHook, if set (by tests and experiments), sees every decision and
@@ -129,6 +130,19 @@ type tuner struct {
 	stall    stallNotes // the stall test's record (full sampling)
 	deferred int        // a stalled lead's shadow, followed as soon as it wins again; -1 if none
 
+	// Switch regret (full sampling; see noteSwitch): after a switch away
+	// from shadow evalFrom, the live cache's hits (evalLive) against
+	// evalFrom's (evalPrev) until the live cache has more (the switch
+	// paid) or the next switch comes first (it lost). penalty multiplies
+	// the cost of every switch: doubled by a lost switch, up to
+	// maxPenalty, halved by one that paid, down to 1.
+	penalty  float64
+	evalOn   bool
+	evalFrom int
+	evalLive int
+	evalPrev int
+	lastHits uint64 // the shadows the last replayed access hit
+
 	// What the current shadow did with the last access (full sampling).
 	curVictims []uint64 // the keys it evicted
 	curHolds   bool     // it holds the key afterwards
@@ -170,7 +184,7 @@ type tuner struct {
 }
 
 func newTuner(capacity int, seed uint64) *tuner {
-	t := &tuner{seed: mix64(seed ^ 0x74756e6572), victims: make([]uint64, 0, 8), curVictims: make([]uint64, 0, 8), pending: -1, deferred: -1}
+	t := &tuner{seed: mix64(seed ^ 0x74756e6572), victims: make([]uint64, 0, 8), curVictims: make([]uint64, 0, 8), pending: -1, deferred: -1, penalty: 1}
 	size := capacity
 	if capacity <= maxShadow {
 		t.full = true
@@ -244,12 +258,14 @@ func (t *tuner) access(key uint64) bool {
 		notes.clock++
 	}
 	tally(t.wins, hits, len(t.shadows), notes)
+	t.lastHits = hits
 	t.acc++
 	t.noteRun(hits)
 	switched := false
 	if t.full {
 		if d := t.deferred; d >= 0 && hits&(1<<d) != 0 && hits&(1<<t.cur) == 0 {
 			// The stalled lead grows again: follow it now.
+			t.noteSwitch()
 			t.cur, t.curHolds, switched, t.deferred = d, true, true, -1
 			if decisionHook != nil {
 				decisionHook(t, d)
@@ -330,6 +346,9 @@ func (t *tuner) access(key uint64) bool {
 // them whole too: the first continues a decision, and the second comes
 // while the tallies are young (clearing there measured worse).
 func (t *tuner) follow(i int, key uint64) {
+	if t.full {
+		t.noteSwitch()
+	}
 	t.cur, t.curHolds = i, t.shadows[i].contains(key)
 	if !t.full {
 		return
@@ -554,8 +573,47 @@ func (t *tuner) fillDecision(key uint64) bool {
 	if best == t.cur {
 		return false
 	}
+	t.noteSwitch()
 	t.cur, t.curHolds = best, t.shadows[best].contains(key)
 	return true
+}
+
+// noteSwitch is called by a full-sampling tuner before it switches (any
+// kind of switch): it ends the evaluation of the last switch, if still
+// under way, as lost (the live cache never had more hits than the shadow
+// it left: the new shadow's lead did not pay for loading its keys before
+// the workload turned again) and doubles the penalty on switch costs; and
+// it starts this switch's evaluation. A switch that paid (noteLive) halves
+// the penalty. So a tuner whose switches keep losing, chasing the leads of
+// a workload's alternating phases, stops switching on them: at zigzag 20%
+// (400 keys, a size the acceptance grid does not hold) all the candidates
+// reach 17 to 19% alone, and the tuner switched fourteen times, each
+// switch losing, and reached 14.76% (18.29% with the penalty; the
+// fifteenth round in doc.go).
+func (t *tuner) noteSwitch() {
+	if t.evalOn && t.evalLive <= t.evalPrev {
+		t.penalty = min(maxPenalty, t.penalty*2)
+	}
+	t.evalOn, t.evalFrom, t.evalLive, t.evalPrev = true, t.cur, 0, 0
+}
+
+// noteLive records whether the live cache hit the access just replayed
+// (full sampling): the switch under evaluation has paid once the live
+// cache has had more hits since it than the shadow it left.
+func (t *tuner) noteLive(hit bool) {
+	if !t.evalOn {
+		return
+	}
+	if hit {
+		t.evalLive++
+	}
+	if t.lastHits&(1<<t.evalFrom) != 0 {
+		t.evalPrev++
+	}
+	if t.evalLive > t.evalPrev {
+		t.penalty = max(1, t.penalty/2)
+		t.evalOn = false
+	}
 }
 
 // stalled reports whether shadow i's lead over the current one has stopped
@@ -604,7 +662,8 @@ func (t *tuner) confirmed(best int) int {
 // (after a change of workload the keys LRU holds and the followed shadow
 // does not are the new workload's, which the live cache loads at once;
 // the tenth round in doc.go), and more between twins in a full-sampling
-// tuner (twinCost).
+// tuner (twinCost); all times the penalty of a full-sampling tuner whose
+// switches have been losing (noteSwitch).
 func (t *tuner) switchCost(best int) float64 {
 	c := float64(t.shadows[best].missing(t.shadows[t.cur]))
 	if !t.full {
@@ -624,7 +683,7 @@ func (t *tuner) switchCost(best int) float64 {
 		// and multi1 10% (the thirteenth round in doc.go).
 		c *= twinCost
 	}
-	return c
+	return c * t.penalty // 1 unless switches have been losing (noteSwitch)
 }
 
 // arcTarget is the ARC shadow's target size for T1 as a share of its

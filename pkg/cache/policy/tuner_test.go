@@ -828,3 +828,64 @@ func TestTwinSwitchCostsMore(t *testing.T) {
 		}
 	}
 }
+
+// TestSwitchPenalty checks noteSwitch and noteLive: a switch after which
+// the live cache never had more hits than the shadow it left, before the
+// next switch, doubles the penalty on switch costs (up to maxPenalty); one
+// after which it did halves it (down to 1); switchCost carries it.
+func TestSwitchPenalty(t *testing.T) {
+	tu := newTuner(1000, 1)
+	if !tu.full {
+		t.Fatal("setup: a 1000-key tuner should replay every key")
+	}
+	base := tu.switchCost(1)
+	lose := func() {
+		tu.noteSwitch()
+		tu.lastHits = 1 << tu.evalFrom // the shadow left hits, the live cache misses
+		tu.noteLive(false)
+	}
+	lose()         // starts the first evaluation
+	for range 10 { // each next switch ends a lost one
+		lose()
+	}
+	if tu.penalty != maxPenalty {
+		t.Fatalf("after ten lost switches: penalty %v, want %v", tu.penalty, maxPenalty)
+	}
+	if got := tu.switchCost(1); got != base*maxPenalty {
+		t.Errorf("switchCost with penalty %v = %v, want %v", tu.penalty, got, base*maxPenalty)
+	}
+	// A switch that pays: the live cache hits what the shadow left misses.
+	tu.noteSwitch()
+	tu.lastHits = 0
+	tu.noteLive(true)
+	if tu.penalty != maxPenalty/2 || tu.evalOn {
+		t.Fatalf("after a switch that paid: penalty %v (evaluating %v), want %v and the evaluation over", tu.penalty, tu.evalOn, maxPenalty/2)
+	}
+	for range 10 {
+		tu.noteSwitch()
+		tu.noteLive(true)
+	}
+	if tu.penalty != 1 {
+		t.Errorf("after switches that paid: penalty %v, want 1", tu.penalty)
+	}
+}
+
+// TestZigzagOffGridDoesNotThrash is the fifteenth round's case: zigzag at
+// 400 keys (20% of its keys, a size the acceptance grid does not hold),
+// where every candidate alone reaches 17 to 19% and the leads turn with
+// the passes' direction. Without the switch penalty the tuner switched
+// fourteen times, each switch losing, and reached 14.76%.
+func TestZigzagOffGridDoesNotThrash(t *testing.T) {
+	keys, _ := diagRead(t, "lirs-zigzag")
+	p, err := New(400, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := diagRun(p, keys)
+	if got < 0.18 {
+		t.Errorf("zigzag at 400 keys: hit ratio %.2f%%, want at least 18%% (LRU 19.18%%, the sticky 1%% window alone 19.00%%)", 100*got)
+	}
+	if tu := tunerOf(p); tu.penalty == 1 {
+		t.Errorf("zigzag at 400 keys: penalty %v, want raised by lost switches", tu.penalty)
+	}
+}

@@ -39,7 +39,25 @@ var (
 	sweepBaselines = flag.String("sweep-baselines", "", "file caching TestSeedSweep's baseline hit ratios")
 	sweepOtter     = flag.Int("sweep-otter-runs", 5, "otter runs per point in TestSeedSweep's baselines: their median (the upper one for an even count) is the bar's W-TinyLFU; all of them give the misses a check with one otter run expects")
 	sweepDump      = flag.String("sweep-dump", "", "file TestSeedSweep writes every point's gap to, one line per point (trace@percent and a gap per seed)")
+	sweepFractions = flag.String("sweep-fractions", "", "comma-separated cache sizes (shares of the distinct keys) for TestSeedSweep instead of the acceptance's 1-50% (sizes the policy was not tuned at; give its own -sweep-baselines file)")
 )
+
+// sweepFracs are the cache sizes TestSeedSweep replays: -sweep-fractions,
+// or the acceptance's.
+func sweepFracs(t *testing.T) []float64 {
+	if *sweepFractions == "" {
+		return acceptanceFractions
+	}
+	var fs []float64
+	for _, f := range strings.Split(*sweepFractions, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v <= 0 || v > 1 {
+			t.Fatalf("-sweep-fractions: %q is not a share in (0, 1]", f)
+		}
+		fs = append(fs, v)
+	}
+	return fs
+}
 
 // sweepPoint is one trace and size.
 type sweepPoint struct {
@@ -100,7 +118,7 @@ func sweepBase(t *testing.T, traces []*Trace) [][]sweepPoint {
 	var cached [][]sweepPoint
 	if *sweepBaselines != "" {
 		if b, err := os.ReadFile(*sweepBaselines); err == nil && json.Unmarshal(b, &cached) == nil && len(cached) == len(traces) &&
-			len(cached[0]) > 0 && len(cached[0][0].Otter) == *sweepOtter {
+			len(cached[0]) == len(sweepFracs(t)) && len(cached[0][0].Otter) == *sweepOtter {
 			return cached
 		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
@@ -109,14 +127,14 @@ func sweepBase(t *testing.T, traces []*Trace) [][]sweepPoint {
 	out := make([][]sweepPoint, len(traces))
 	parallel(len(traces), func(i int) {
 		tr := traces[i]
-		rs, err := Run(tr, Options{Policies: []string{"lru", NameARC}, Fractions: acceptanceFractions})
+		rs, err := Run(tr, Options{Policies: []string{"lru", NameARC}, Fractions: sweepFracs(t)})
 		if err != nil {
 			panic(err)
 		}
 		rows := Rows(rs)
 		otter := make([][]float64, len(rows))
 		for range *sweepOtter {
-			ors, err := Run(tr, Options{Policies: []string{NameWTinyLFU}, Fractions: acceptanceFractions})
+			ors, err := Run(tr, Options{Policies: []string{NameWTinyLFU}, Fractions: sweepFracs(t)})
 			if err != nil {
 				panic(err)
 			}
@@ -165,13 +183,13 @@ func TestSeedSweep(t *testing.T) {
 	gaps := make([][][]float64, len(traces))
 	worstBest := make([][]float64, len(traces))
 	parallel(len(traces), func(i int) {
-		gaps[i] = make([][]float64, len(acceptanceFractions))
-		worstBest[i] = make([]float64, len(acceptanceFractions))
+		gaps[i] = make([][]float64, len(sweepFracs(t)))
+		worstBest[i] = make([]float64, len(sweepFracs(t)))
 		for j := range worstBest[i] {
 			worstBest[i][j] = math.Inf(1)
 		}
 		for _, seed := range seeds {
-			rs, err := Run(traces[i], Options{Policies: []string{policy.DefaultName}, Fractions: acceptanceFractions, Seed: seed})
+			rs, err := Run(traces[i], Options{Policies: []string{policy.DefaultName}, Fractions: sweepFracs(t), Seed: seed})
 			if err != nil {
 				panic(err)
 			}
@@ -189,7 +207,7 @@ func TestSeedSweep(t *testing.T) {
 		misses, sum, worst, expected := 0, 0.0, math.Inf(1), 0.0
 		var missed []string
 		for i := range traces {
-			for j := range acceptanceFractions {
+			for j := range sweepFracs(t) {
 				g := gaps[i][j][si]
 				sum += g
 				worst = min(worst, g)
@@ -200,13 +218,13 @@ func TestSeedSweep(t *testing.T) {
 				}
 			}
 		}
-		n := len(traces) * len(acceptanceFractions)
+		n := len(traces) * len(sweepFracs(t))
 		fmt.Fprintf(&b, "seed %d: %d of %d miss, mean %+.3f, worst %+.2f, expected against one otter run %.2f: %s\n",
 			seed, misses, n, sum/float64(n), worst, expected, strings.Join(missed, " "))
 	}
 	b.WriteString("points missing the bar or within 0.25 of it for some seed (worst over seeds; all seeds):\n")
 	for i := range traces {
-		for j := range acceptanceFractions {
+		for j := range sweepFracs(t) {
 			g := gaps[i][j]
 			if w := sliceMin(g); w < -bar+0.25 || worstBest[i][j] < -bar {
 				fmt.Fprintf(&b, "  %s@%g%% (cap %d): worst %+.2f (against otter's best run %+.2f)  [", base[i][j].Trace, base[i][j].Fraction*100, base[i][j].Capacity, w, worstBest[i][j])
@@ -221,7 +239,7 @@ func TestSeedSweep(t *testing.T) {
 	if *sweepDump != "" {
 		var d strings.Builder
 		for i := range traces {
-			for j := range acceptanceFractions {
+			for j := range sweepFracs(t) {
 				fmt.Fprintf(&d, "%s@%g", base[i][j].Trace, base[i][j].Fraction*100)
 				for _, v := range gaps[i][j] {
 					fmt.Fprintf(&d, "\t%+.2f", v)
