@@ -79,10 +79,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.fail(w, r, rid, errNotImplemented("The Locus gateway does not serve the ?"+name+" object API; it serves GetObject and HeadObject."), nil)
 			return
 		}
-		if v := q.Get("versionId"); v != "" && v != "null" {
-			g.fail(w, r, rid, errNotImplemented("The Locus gateway serves the current version of an object only; versionId is not supported."), nil)
-			return
-		}
 		g.object(w, r, rid, bucket, key, q)
 	}
 }
@@ -130,13 +126,15 @@ func errEscapesPrefix(bucket, key string) s3Error {
 }
 
 // fail writes e and logs the request: server-side failures at Warn, client
-// errors at Debug. 501 NotImplemented is a client's call of an API the
-// gateway does not serve (tools probe ?tagging, ?acl, versions), not a
-// server fault, so it logs at Debug too: at Warn a busy client would bury
-// the operator's real warnings.
+// errors at Debug. A 501 NotImplemented the gateway decides itself (no
+// cause: a client's call of an API it does not serve; tools probe
+// ?tagging, ?acl, versions) is not a server fault, so it logs at Debug
+// too: at Warn a busy client would bury the operator's real warnings. A
+// 501 with a cause (a bucket mapped to a URI scheme this node has no
+// origin store for: every GET of it fails) is the operator's, at Warn.
 func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, rid string, e s3Error, cause error) {
 	level := slog.LevelDebug
-	if e.Status >= 500 && e.Status != http.StatusNotImplemented {
+	if e.Status >= 500 && (e.Status != http.StatusNotImplemented || cause != nil) {
 		level = slog.LevelWarn
 	}
 	g.cfg.Logger.Log(r.Context(), level, "gateway request failed",
@@ -150,6 +148,11 @@ func (g *Gateway) object(w http.ResponseWriter, r *http.Request, rid, bucket, ke
 	var out outcome
 	ctx, w, done := g.observe(w, r, &out)
 	defer done() // also when an aborted response panics with http.ErrAbortHandler
+	if v := q.Get("versionId"); v != "" && v != "null" {
+		// Checked here, not in ServeHTTP, so that the GET counts.
+		g.fail(w, r, rid, errNotImplemented("The Locus gateway serves the current version of an object only; versionId is not supported."), nil)
+		return
+	}
 	prefix, ok := g.prefixFor(bucket)
 	if !ok {
 		g.fail(w, r, rid, errNoSuchBucket(bucket), nil)
@@ -188,11 +191,21 @@ func (g *Gateway) observe(w http.ResponseWriter, r *http.Request, out *outcome) 
 	ctx, done := obs.ObserveRequest(r.Context())
 	sw := &statusWriter{ResponseWriter: w}
 	return ctx, sw, func() {
+		// Deferred by object: a panic other than the abort of a response
+		// (http.ErrAbortHandler, with out.err set) is a failure of the
+		// read path, reported as such, then let go on.
+		p := recover()
 		err := out.err
+		if p != nil && p != http.ErrAbortHandler {
+			err = fmt.Errorf("gateway: the backend panicked: %v", p)
+		}
 		if err == nil && sw.status == 0 {
 			err = context.Canceled // no answer was sent: only a client gone early gets none
 		}
 		done(sw.status, out.sum, err)
+		if p != nil {
+			panic(p)
+		}
 	}
 }
 
