@@ -213,6 +213,9 @@ func TestBadValuesRefused(t *testing.T) {
 		{[]string{"tls.enabled=true"}, "tls.secretName is empty"},
 		{[]string{"scheduler.auth.enabled=true"}, "scheduler.auth.token nor scheduler.auth.existingSecret"},
 		{[]string{"gossipKey.enabled=true"}, "gossipKey.key nor gossipKey.existingSecret"},
+		// A key without enabled: the gossip would run unencrypted, silently.
+		{[]string{"gossipKey.key=0123456789abcdef"}, "set gossipKey.enabled=true to use the key"},
+		{[]string{"gossipKey.existingSecret=gk"}, "set gossipKey.enabled=true to use the key"},
 		{[]string{"cachenode.origin.file.root=/data"}, "cachenode.origin.file.volume is empty"},
 		// The pod must outlive the daemon's own bound on its shutdown.
 		{[]string{"cachenode.drainTimeout=45s"}, "Raise cachenode.terminationGracePeriodSeconds above 60"},

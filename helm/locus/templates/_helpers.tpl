@@ -113,6 +113,9 @@ Secret names and mount paths.
 {{- if and .Values.gossipKey.enabled (not .Values.gossipKey.key) (not .Values.gossipKey.existingSecret) -}}
 {{- fail "gossipKey.enabled is true but neither gossipKey.key nor gossipKey.existingSecret is set: give the key (16, 24 or 32 bytes, raw or base64) or the name of a Secret holding it" -}}
 {{- end -}}
+{{- if and (not .Values.gossipKey.enabled) (or .Values.gossipKey.key .Values.gossipKey.existingSecret) -}}
+{{- fail "gossipKey.key or gossipKey.existingSecret is set but gossipKey.enabled is false, so the gossip would run unencrypted: set gossipKey.enabled=true to use the key, or remove it" -}}
+{{- end -}}
 {{- if and .Values.tls.enabled (not .Values.tls.secretName) -}}
 {{- fail "tls.enabled is true but tls.secretName is empty: name a kubernetes.io/tls Secret (tls.crt, tls.key, and ca.crt when tls.ca is true)" -}}
 {{- end -}}
