@@ -196,8 +196,8 @@ type RingMember struct {
 // RingStatus answers GET /v1/ring.
 type RingStatus struct {
 	Epoch uint64 `json:"epoch"`
-	// EpochHex is Epoch in hexadecimal (JavaScript numbers cannot hold a
-	// 64-bit epoch exactly).
+	// EpochHex is Epoch in hexadecimal, 16 digits zero-padded, as
+	// locusctl and the daemons' logs print it.
 	EpochHex    string       `json:"epoch_hex"`
 	Generation  uint64       `json:"generation"`
 	BlockSize   int64        `json:"block_size"`

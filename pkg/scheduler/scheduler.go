@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1039,7 +1038,7 @@ func (s *Scheduler) Ring() schedapi.RingStatus {
 	}
 	view := s.mem.View()
 	out.Epoch, out.Generation = view.Epoch, view.Generation
-	out.EpochHex = strconv.FormatUint(view.Epoch, 16)
+	out.EpochHex = fmt.Sprintf("%016x", view.Epoch) // as locusctl and the logs print it
 	var err error
 	if out.BlockSize, err = s.blockSize(view, st); err != nil {
 		out.BlockSize = st.BlockSize // the one it would place with
