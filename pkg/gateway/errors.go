@@ -97,7 +97,8 @@ func errorFor(err error, bucket, key string) s3Error {
 		return s3Error{Status: http.StatusServiceUnavailable, Code: "ServiceUnavailable",
 			Message: "Reading the origin object store timed out; please retry: " + err.Error()}
 	case errors.Is(err, origin.ErrNoVersion):
-		return errInternal("the origin returned the object without an ETag, so it cannot be served consistently")
+		// Not a 500: retrying cannot help, and S3 clients retry 500s.
+		return errNotImplemented("This cache node cannot serve an object its origin stores without an ETag: cached bytes are keyed by the ETag, so that a changed object is never served from old bytes. Store the object through the S3 API (which gives it an ETag), or read it from the origin directly.")
 	}
 	return errInternal(err.Error())
 }

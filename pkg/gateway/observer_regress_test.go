@@ -6,9 +6,11 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/locuscache/locus/pkg/origin"
@@ -122,5 +124,17 @@ func TestBackendPanicIsNotReportedAsSuccess(t *testing.T) {
 			t.Errorf("Read panicked after %d bytes: done(status %d, err %v): reported as %s, want an error that is not context.Canceled",
 				after, o.status, o.err, map[bool]string{true: "a success", false: "the client going away"}[o.err == nil])
 		}
+	}
+}
+
+// TestNoETagIsNotRetryable: an origin object without an ETag (which the
+// cache cannot version) was answered 500 InternalError, which S3 clients
+// retry (the aws CLI four times) although retrying cannot help. It is a
+// 501 NotImplemented naming the missing ETag, logged at Warn (the
+// operator's to fix).
+func TestNoETagIsNotRetryable(t *testing.T) {
+	e := errorFor(fmt.Errorf("stat s3://b/k: %w", origin.ErrNoVersion), "b", "k")
+	if e.Status != http.StatusNotImplemented || !strings.Contains(e.Message, "without an ETag") {
+		t.Errorf("errorFor(ErrNoVersion) = %d %s %q; want 501 naming the missing ETag", e.Status, e.Code, e.Message)
 	}
 }
