@@ -404,7 +404,9 @@ func printSimResult(w io.Writer, r *simResult) {
 		change = append(change, "no change")
 	}
 	racks := "no racks"
-	if r.Racks > 0 {
+	if r.Racks == 1 {
+		racks = "1 rack"
+	} else if r.Racks > 0 {
 		racks = fmt.Sprintf("%d racks", r.Racks)
 	}
 	fmt.Fprintf(w, "ring simulate: %d -> %d nodes (%s), %d vnodes per node, %d keys, %s\n\n",

@@ -165,8 +165,12 @@ func printRingStatus(w io.Writer, rs client.RingStatus) {
 	for s, n := range states {
 		st = append(st, fmt.Sprintf("%d %s", n, s))
 	}
-	fmt.Fprintf(tw, "TOTAL\t%d racks\t%s\t%d/%d\t%d\t%s\t%.1f%%\n",
-		len(racks), dash(strings.Join(st, ", ")), used, slots, waiting, units.HumanBytes(capacity), 100*share)
+	rackWord := "racks"
+	if len(racks) == 1 {
+		rackWord = "rack"
+	}
+	fmt.Fprintf(tw, "TOTAL\t%d %s\t%s\t%d/%d\t%d\t%s\t%.1f%%\n",
+		len(racks), rackWord, dash(strings.Join(st, ", ")), used, slots, waiting, units.HumanBytes(capacity), 100*share)
 	tw.Flush()
 	fmt.Fprintf(w, "%d cache nodes", nodes)
 	if len(observers) > 0 {
