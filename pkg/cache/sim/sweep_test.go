@@ -114,11 +114,11 @@ func parallel(n int, f func(i int)) {
 	wg.Wait()
 }
 
-func sweepBase(t *testing.T, traces []*Trace) [][]sweepPoint {
+func sweepBase(t *testing.T, traces []*Trace, fracs []float64) [][]sweepPoint {
 	var cached [][]sweepPoint
 	if *sweepBaselines != "" {
 		if b, err := os.ReadFile(*sweepBaselines); err == nil && json.Unmarshal(b, &cached) == nil && len(cached) == len(traces) &&
-			len(cached[0]) == len(sweepFracs(t)) && len(cached[0][0].Otter) == *sweepOtter {
+			len(cached[0]) == len(fracs) && len(cached[0][0].Otter) == *sweepOtter {
 			return cached
 		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
@@ -127,14 +127,14 @@ func sweepBase(t *testing.T, traces []*Trace) [][]sweepPoint {
 	out := make([][]sweepPoint, len(traces))
 	parallel(len(traces), func(i int) {
 		tr := traces[i]
-		rs, err := Run(tr, Options{Policies: []string{"lru", NameARC}, Fractions: sweepFracs(t)})
+		rs, err := Run(tr, Options{Policies: []string{"lru", NameARC}, Fractions: fracs})
 		if err != nil {
 			panic(err)
 		}
 		rows := Rows(rs)
 		otter := make([][]float64, len(rows))
 		for range *sweepOtter {
-			ors, err := Run(tr, Options{Policies: []string{NameWTinyLFU}, Fractions: sweepFracs(t)})
+			ors, err := Run(tr, Options{Policies: []string{NameWTinyLFU}, Fractions: fracs})
 			if err != nil {
 				panic(err)
 			}
@@ -177,19 +177,20 @@ func TestSeedSweep(t *testing.T) {
 		t.Fatalf("-sweep-otter-runs %d: want at least 1", *sweepOtter)
 	}
 	traces := sweepTraces(t)
-	base := sweepBase(t, traces)
+	fracs := sweepFracs(t) // parsed once, outside the parallel replays
+	base := sweepBase(t, traces, fracs)
 	// gaps[trace][fraction][seed], in points; worstBest the worst gap over
 	// the seeds against otter's best run instead of its median.
 	gaps := make([][][]float64, len(traces))
 	worstBest := make([][]float64, len(traces))
 	parallel(len(traces), func(i int) {
-		gaps[i] = make([][]float64, len(sweepFracs(t)))
-		worstBest[i] = make([]float64, len(sweepFracs(t)))
+		gaps[i] = make([][]float64, len(fracs))
+		worstBest[i] = make([]float64, len(fracs))
 		for j := range worstBest[i] {
 			worstBest[i][j] = math.Inf(1)
 		}
 		for _, seed := range seeds {
-			rs, err := Run(traces[i], Options{Policies: []string{policy.DefaultName}, Fractions: sweepFracs(t), Seed: seed})
+			rs, err := Run(traces[i], Options{Policies: []string{policy.DefaultName}, Fractions: fracs, Seed: seed})
 			if err != nil {
 				panic(err)
 			}
@@ -207,7 +208,7 @@ func TestSeedSweep(t *testing.T) {
 		misses, sum, worst, expected := 0, 0.0, math.Inf(1), 0.0
 		var missed []string
 		for i := range traces {
-			for j := range sweepFracs(t) {
+			for j := range fracs {
 				g := gaps[i][j][si]
 				sum += g
 				worst = min(worst, g)
@@ -218,13 +219,13 @@ func TestSeedSweep(t *testing.T) {
 				}
 			}
 		}
-		n := len(traces) * len(sweepFracs(t))
+		n := len(traces) * len(fracs)
 		fmt.Fprintf(&b, "seed %d: %d of %d miss, mean %+.3f, worst %+.2f, expected against one otter run %.2f: %s\n",
 			seed, misses, n, sum/float64(n), worst, expected, strings.Join(missed, " "))
 	}
 	b.WriteString("points missing the bar or within 0.25 of it for some seed (worst over seeds; all seeds):\n")
 	for i := range traces {
-		for j := range sweepFracs(t) {
+		for j := range fracs {
 			g := gaps[i][j]
 			if w := sliceMin(g); w < -bar+0.25 || worstBest[i][j] < -bar {
 				fmt.Fprintf(&b, "  %s@%g%% (cap %d): worst %+.2f (against otter's best run %+.2f)  [", base[i][j].Trace, base[i][j].Fraction*100, base[i][j].Capacity, w, worstBest[i][j])
@@ -239,7 +240,7 @@ func TestSeedSweep(t *testing.T) {
 	if *sweepDump != "" {
 		var d strings.Builder
 		for i := range traces {
-			for j := range sweepFracs(t) {
+			for j := range fracs {
 				fmt.Fprintf(&d, "%s@%g", base[i][j].Trace, base[i][j].Fraction*100)
 				for _, v := range gaps[i][j] {
 					fmt.Fprintf(&d, "\t%+.2f", v)
