@@ -226,6 +226,40 @@ func TestNewReturnsSlabOpenErrors(t *testing.T) {
 	}
 }
 
+// Was: a slab of the right layout that fails to map at start (mmap's
+// ENOMEM, or vm.max_map_count reached) was deleted: openSlab removed its
+// file on any error, so the failed start lost every page cached there and
+// the start after it came up cold. Fixed: openSlab removes only a file it
+// had begun to re-lay.
+func TestSlabThatFailsToMapKeepsItsPages(t *testing.T) {
+	dir := t.TempDir()
+	org := &revOrigin{}
+	obj := Object{URI: "s3://b/warm", Version: "v", Size: 4 * revPage}
+	c := revNew(t, revDiskCfg(org, dir, 16))
+	want, _ := revGet(t, c, obj, 0, obj.Size)
+	c.Close()
+
+	cfg := revDiskCfg(org, dir, 16)
+	cfg.hooks = &hooks{mmap: func(int, int64, int, int, int) ([]byte, error) { return nil, unix.ENOMEM }}
+	if c, err := New(cfg); err == nil {
+		c.Close()
+		t.Fatal("New succeeded with every mmap failing")
+	} else if !errors.Is(err, unix.ENOMEM) {
+		t.Fatalf("New: %v, want ENOMEM", err)
+	}
+
+	calls := org.calls.Load()
+	c2 := revNew(t, revDiskCfg(org, dir, 16))
+	got, res := revGet(t, c2, obj, 0, obj.Size)
+	if !bytes.Equal(got, want) {
+		t.Fatal("after the failed start: wrong bytes")
+	}
+	if res.HitBytes != obj.Size || org.calls.Load() != calls {
+		t.Fatalf("after the failed start: %d of %d bytes hit, %d origin calls; want all hits (the failed start deleted the slab)",
+			res.HitBytes, obj.Size, org.calls.Load()-calls)
+	}
+}
+
 // Was: Invalidate does not clear the on-disk headers of evicted pages of
 // an object that the object table already collected (objectTable.sweep
 // drops objects with no resident pages, without clearing anything). Then

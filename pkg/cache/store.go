@@ -74,6 +74,7 @@ func (s *memStore) close() error       { s.chunks = nil; return nil }
 type hooks struct {
 	pwrite    func(fd int, p []byte, off int64) (int, error)
 	fallocate func(fd int, off, n int64) error
+	mmap      func(fd int, off int64, n int, prot, flags int) ([]byte, error)
 	// afterData runs between a page's data write and its header write.
 	afterData func()
 	// clock, if set, replaces time.Now for the pauses after a failed write.
@@ -99,6 +100,13 @@ func (h *hooks) doFallocate(fd int, off, n int64) error {
 		return h.fallocate(fd, off, n)
 	}
 	return unix.Fallocate(fd, 0, off, n)
+}
+
+func (h *hooks) doMmap(fd int, off int64, n int, prot, flags int) ([]byte, error) {
+	if h != nil && h.mmap != nil {
+		return h.mmap(fd, off, n, prot, flags)
+	}
+	return unix.Mmap(fd, off, n, prot, flags)
 }
 
 // slab is one mapped slab file.
@@ -293,18 +301,25 @@ func slabsThatFit(dir string, geos []slabGeometry) (fit int, free, reserve int64
 	return fit, free, reserve, true
 }
 
+// openSlab opens (creating or re-laying it as needed) and maps the slab
+// file path. On an error the file is removed only if openSlab had begun to
+// re-lay it: a slab of the right layout that fails to map (ENOMEM, or
+// vm.max_map_count reached) keeps its pages for the next start.
 func (s *diskStore) openSlab(path string, g slabGeometry, pageSize int, log *slog.Logger) (_ *slab, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot open %q: %w", ErrBadDir, path, err)
 	}
+	sl := &slab{path: path, f: f, fd: int(f.Fd()), geo: g}
+	relaid := false // truncated here: nothing in it is worth keeping
 	defer func() {
 		if err != nil {
 			f.Close()
-			os.Remove(path)
+			if relaid {
+				os.Remove(path)
+			}
 		}
 	}()
-	sl := &slab{path: path, f: f, fd: int(f.Fd()), geo: g}
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("cannot stat %q: %w", path, err)
@@ -319,6 +334,7 @@ func (s *diskStore) openSlab(path string, g slabGeometry, pageSize int, log *slo
 		if fi.Size() != 0 {
 			log.Warn("cache: discarding a slab of another layout (page size or slab size changed): its cached pages are lost", "path", path)
 		}
+		relaid = true
 		if err := f.Truncate(0); err != nil {
 			return nil, fmt.Errorf("cannot truncate %q: %w", path, err)
 		}
@@ -340,7 +356,7 @@ func (s *diskStore) openSlab(path string, g slabGeometry, pageSize int, log *slo
 			return nil, fmt.Errorf("cannot write superblock of %q: %w", path, err)
 		}
 	}
-	mem, err := unix.Mmap(sl.fd, 0, int(g.fileSize), unix.PROT_READ, unix.MAP_SHARED)
+	mem, err := s.hooks.doMmap(sl.fd, 0, int(g.fileSize), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("cannot map %q: %w", path, err)
 	}
