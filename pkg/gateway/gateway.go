@@ -337,6 +337,7 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 
 	var sent bool     // headers written
 	var written int64 // body bytes written
+	rc := http.NewResponseController(w)
 	sum, err := g.cfg.Backend.Read(ctx, readpath.Request{
 		URI: uri, Offset: rng.Start, Length: rng.Length, ExpectedVersion: info.Version,
 	}, func(p []byte) error {
@@ -349,6 +350,16 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 		}
 		n, err := w.Write(p)
 		written += int64(n)
+		if err == nil && written < rng.Length {
+			// The backend may pause before its next piece (the next read
+			// window comes from the origin): what the server buffered of
+			// this one, the headers too for the first, goes out now. A
+			// piece of a page or more is written past the buffer anyway,
+			// so this costs a syscall only for a short tail.
+			if ferr := rc.Flush(); !errors.Is(ferr, http.ErrNotSupported) {
+				err = ferr
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("%w: %w", errClientGone, err)
 		}
