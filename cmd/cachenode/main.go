@@ -15,5 +15,5 @@ import (
 )
 
 func main() {
-	os.Exit(daemon.Main(os.Args[1:], os.LookupEnv, os.Stderr))
+	os.Exit(daemon.Main(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 }

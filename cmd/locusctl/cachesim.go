@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/locuscache/locus/internal/flagenv"
 	"github.com/locuscache/locus/pkg/cache/policy"
 	"github.com/locuscache/locus/pkg/cache/sim"
 )
@@ -34,7 +35,7 @@ var stdin io.Reader = os.Stdin
 // baselines, and prints hit ratios.
 func runCacheSim(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("cache-sim", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs.Usage = func() { cacheSimUsage(fs.Output(), fs) }
 	trace := fs.String("trace", "", "trace `FILE` (plain or gzip, detected by content; - reads standard input)")
 	format := fs.String("format", "keys", "trace format: keys (one decimal key per line), lirs (one block per line), arc (\"start count ignore req\" lines)")
 	capacity := fs.String("capacity", "", "cache capacity in keys (pages), or a comma-separated list")
@@ -44,9 +45,8 @@ func runCacheSim(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the policies that take one (the default policy's hashes and tie-breaks; not wtinylfu's)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "replays run at once (one policy at one capacity each; the results do not depend on it, the memory grows with it)")
-	if err := fs.Parse(args); err != nil {
+	if err := flagenv.ParseHelp(fs, stdout, func() error { return fs.Parse(args) }); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			cacheSimUsage(stderr, fs)
 			return flag.ErrHelp
 		}
 		return usageErrorf("%v (see locusctl cache-sim --help)", err)

@@ -127,8 +127,8 @@ func TestCacheSimHelpAndExitCodes(t *testing.T) {
 	if err := runCacheSim([]string{"--help"}, &out, &errOut); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("--help: got %v, want flag.ErrHelp", err)
 	}
-	if !strings.Contains(errOut.String(), "--capacity-frac") || !strings.Contains(errOut.String(), "belady") {
-		t.Errorf("help text:\n%s", errOut.String())
+	if !strings.Contains(out.String(), "--capacity-frac") || !strings.Contains(out.String(), "belady") || errOut.Len() != 0 {
+		t.Errorf("help text on stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	}
 	good := writeTrace(t, "g.keys", "1\n2\n1\n")
 	for _, tc := range []struct {

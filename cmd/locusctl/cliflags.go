@@ -41,27 +41,40 @@ var lookupEnv = os.LookupEnv
 // parseFlags parses args into fs and returns the positional arguments, in
 // order: flags may come before, between or after them. Every flag not on
 // the command line is then set from its LOCUS_* environment variable, if
-// set (flagenv). --help prints usage to stderr and returns flag.ErrHelp; a
-// bad flag or environment value is a usage error (exit 2).
-func parseFlags(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) ([]string, error) {
-	fs.SetOutput(io.Discard)
+// set (flagenv). --help prints usage to stdout and returns flag.ErrHelp
+// (exit 0); a bad flag or environment value is a usage error (exit 2).
+func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout io.Writer) ([]string, error) {
 	var rest []string
-	// flagenv.Parse parses up to the first positional argument, then fills
-	// the flags not given so far from the environment; flags after a
-	// positional argument are parsed later and win over those values.
-	err := flagenv.Parse(fs, args, lookupEnv)
-	for err == nil && fs.NArg() > 0 {
-		rest = append(rest, fs.Arg(0))
-		err = fs.Parse(fs.Args()[1:])
-	}
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, usage)
-			return nil, flag.ErrHelp
+	err := parseHelp(fs, usage, stdout, func() error {
+		// flagenv.Parse parses up to the first positional argument, then
+		// fills the flags not given so far from the environment; flags
+		// after a positional argument are parsed later and win over those
+		// values.
+		err := flagenv.Parse(fs, args, lookupEnv)
+		for err == nil && fs.NArg() > 0 {
+			rest = append(rest, fs.Arg(0))
+			err = fs.Parse(fs.Args()[1:])
 		}
-		return nil, usageErrorf("%v (see --help)", err)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return rest, nil
+}
+
+// parseHelp runs parse, which parses into fs, with usage as fs's --help
+// text: on --help or -h it prints usage to stdout and returns flag.ErrHelp
+// (locusctl exits 0); a bad flag is a usage error (exit 2, one line on
+// stderr) saying to see --help. Every command's flag parsing goes through
+// it (and flagenv.ParseHelp), so a help request always lands on stdout.
+func parseHelp(fs *flag.FlagSet, usage string, stdout io.Writer, parse func() error) error {
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usage) }
+	err := flagenv.ParseHelp(fs, stdout, parse)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return usageErrorf("%v (see --help)", err)
+	}
+	return err
 }
 
 // flagSet reports whether the flag name was given, on the command line or

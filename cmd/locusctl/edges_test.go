@@ -68,36 +68,51 @@ func TestPlanEmptyFile(t *testing.T) {
 	}
 }
 
-// TestHelpAndFlagsExitCodes: every command's --help exits 0 and
-// prints its usage (on stderr), an unknown flag exits 2 naming it, and no
-// command prints to stdout for either.
+// TestHelpAndFlagsExitCodes: a help request (every command's --help or
+// -h, "locusctl help CMD", "locusctl --help") prints the usage on stdout,
+// so that "locusctl stat --help | less" shows it, nothing on stderr, and
+// exits 0; a usage error (an unknown flag, an unknown command, no command)
+// prints on stderr only, naming the problem, and exits 2.
 func TestHelpAndFlagsExitCodes(t *testing.T) {
 	noEnv(t)
 	cmds := [][]string{{"ring", "status"}, {"ring", "simulate"}, {"cache-sim"}, {"plan"}, {"up"},
 		{"place"}, {"complete"}, {"jobs"}, {"stat"}, {"warm"}, {"sizing"}}
+	type call struct {
+		args           []string
+		code           int
+		stdout, stderr string // substrings of each stream; "" means empty
+	}
+	var calls []call
 	for _, c := range cmds {
+		usage := "Usage: locusctl " + strings.Join(c, " ")
+		calls = append(calls,
+			call{args: append(c, "--help"), stdout: usage},
+			call{args: append(c, "-h"), stdout: usage},
+			call{args: append(c, "--no-such-flag"), code: 2, stderr: "no-such-flag"})
+	}
+	calls = append(calls,
+		// "locusctl help stat" is "locusctl stat --help" (it printed the
+		// top-level usage).
+		call{args: []string{"help", "stat"}, stdout: "Usage: locusctl stat"},
+		call{args: []string{"--help"}, stdout: "Usage: locusctl <command>"},
+		call{args: []string{"-h"}, stdout: "Usage: locusctl <command>"},
+		call{args: []string{"help"}, stdout: "Usage: locusctl <command>"},
+		call{args: []string{"ring", "--help"}, stdout: "Usage: locusctl ring"},
+		call{args: []string{"ring"}, code: 2, stderr: "missing command"},
+		call{args: []string{"nope"}, code: 2, stderr: `unknown command "nope"`},
+		call{args: nil, code: 2, stderr: "Usage: locusctl <command>"},
+	)
+	for _, c := range calls {
 		var out, errOut bytes.Buffer
-		if rc := run(append(c, "--help"), &out, &errOut); rc != 0 || out.Len() != 0 || !strings.Contains(errOut.String(), "Usage: locusctl "+c[0]) {
-			t.Errorf("%v --help: exit %d, stdout %q, stderr %.80q", c, rc, out.String(), errOut.String())
+		rc := run(c.args, &out, &errOut)
+		if rc != c.code {
+			t.Errorf("%q: exit %d, want %d; stderr %.200q", c.args, rc, c.code, errOut.String())
 		}
-		out.Reset()
-		errOut.Reset()
-		if rc := run(append(c, "--no-such-flag"), &out, &errOut); rc != 2 || out.Len() != 0 || !strings.Contains(errOut.String(), "no-such-flag") {
-			t.Errorf("%v --no-such-flag: exit %d, stdout %q, stderr %.200q", c, rc, out.String(), errOut.String())
+		for _, s := range []struct{ name, got, want string }{{"stdout", out.String(), c.stdout}, {"stderr", errOut.String(), c.stderr}} {
+			if s.want == "" && s.got != "" || !strings.Contains(s.got, s.want) {
+				t.Errorf("%q: %s %.200q, want %q", c.args, s.name, s.got, s.want)
+			}
 		}
-	}
-	var out, errOut bytes.Buffer
-	// "locusctl help stat" is "locusctl stat --help" (it printed the
-	// top-level usage).
-	if rc := run([]string{"help", "stat"}, &out, &errOut); rc != 0 || !strings.Contains(errOut.String(), "Usage: locusctl stat") {
-		t.Errorf("help stat: exit %d, stderr %.80q", rc, errOut.String())
-	}
-	errOut.Reset()
-	if rc := run([]string{"nope"}, &out, &errOut); rc != 2 {
-		t.Errorf("unknown command: exit %d", rc)
-	}
-	if rc := run(nil, &out, &errOut); rc != 2 {
-		t.Errorf("no command: exit %d", rc)
 	}
 }
 

@@ -63,13 +63,13 @@ type jobsOptions struct {
 	asJSON bool
 }
 
-func parseJobs(args []string, stderr io.Writer) (jobsOptions, error) {
+func parseJobs(args []string, stdout io.Writer) (jobsOptions, error) {
 	var o jobsOptions
 	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
 	o.sched.register(fs, 10*time.Second)
 	o.tls.register(fs)
 	fs.BoolVar(&o.asJSON, "json", false, "")
-	rest, err := parseFlags(fs, args, jobsUsage, stderr)
+	rest, err := parseFlags(fs, args, jobsUsage, stdout)
 	if err != nil {
 		return o, err
 	}
@@ -94,7 +94,7 @@ type allJobs struct {
 }
 
 func jobsMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseJobs(args, stderr)
+	o, err := parseJobs(args, stdout)
 	if err != nil {
 		return err
 	}

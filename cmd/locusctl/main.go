@@ -54,11 +54,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return run([]string{args[1], "--help"}, stdout, stderr) // locusctl help stat
 		}
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		// No command is a usage error: the usage on stderr, exit 2.
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		// A help request: the usage on stdout ("locusctl --help | less"), exit 0.
+		usage(stdout)
 		return 0
 	}
 	cmd, ok := commands[args[0]]

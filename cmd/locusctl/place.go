@@ -111,7 +111,7 @@ type placeOptions struct {
 	asJSON         bool
 }
 
-func parsePlace(args []string, stderr io.Writer) (placeOptions, error) {
+func parsePlace(args []string, stdout io.Writer) (placeOptions, error) {
 	var o placeOptions
 	fs := flag.NewFlagSet("place", flag.ContinueOnError)
 	o.sched.register(fs, time.Minute)
@@ -123,7 +123,7 @@ func parsePlace(args []string, stderr io.Writer) (placeOptions, error) {
 	fs.Var(units.Flag(&o.length), "length", "")
 	fs.DurationVar(&o.wait, "wait", 0, "")
 	fs.BoolVar(&o.asJSON, "json", false, "")
-	rest, err := parseFlags(fs, args, placeUsage, stderr)
+	rest, err := parseFlags(fs, args, placeUsage, stdout)
 	if err != nil {
 		return o, err
 	}
@@ -164,7 +164,7 @@ func parsePlace(args []string, stderr io.Writer) (placeOptions, error) {
 var runPlace = withSignals(placeMain)
 
 func placeMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parsePlace(args, stderr)
+	o, err := parsePlace(args, stdout)
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ type completeOptions struct {
 	asJSON                   bool
 }
 
-func parseComplete(args []string, stderr io.Writer) (completeOptions, error) {
+func parseComplete(args []string, stdout io.Writer) (completeOptions, error) {
 	var o completeOptions
 	fs := flag.NewFlagSet("complete", flag.ContinueOnError)
 	o.sched.register(fs, 30*time.Second)
@@ -238,7 +238,7 @@ func parseComplete(args []string, stderr io.Writer) (completeOptions, error) {
 	fs.Var(units.Flag(&o.miss), "miss", "")
 	fs.DurationVar(&o.duration, "duration", 0, "")
 	fs.BoolVar(&o.asJSON, "json", false, "")
-	rest, err := parseFlags(fs, args, completeUsage, stderr)
+	rest, err := parseFlags(fs, args, completeUsage, stdout)
 	if err != nil {
 		return o, err
 	}
@@ -264,7 +264,7 @@ func parseComplete(args []string, stderr io.Writer) (completeOptions, error) {
 var runComplete = withSignals(completeMain)
 
 func completeMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseComplete(args, stderr)
+	o, err := parseComplete(args, stdout)
 	if err != nil {
 		return err
 	}

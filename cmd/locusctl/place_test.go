@@ -171,7 +171,7 @@ func TestCompleteBadArguments(t *testing.T) {
 		{base("extra"), `unexpected argument "extra"`},
 	})
 	h := locusctl(t, "complete", "--help")
-	if h.code != 0 || !strings.Contains(h.stderr, "Example:") {
+	if h.code != 0 || !strings.Contains(h.stdout, "Example:") || h.stderr != "" {
 		t.Errorf("complete --help: %v", h)
 	}
 }

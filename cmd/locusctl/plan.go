@@ -110,10 +110,9 @@ type planOptions struct {
 	blockSizeSet, replSet bool
 }
 
-func parsePlan(args []string, stderr io.Writer) (planOptions, error) {
+func parsePlan(args []string, stdout io.Writer) (planOptions, error) {
 	var o planOptions
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.schedulerURL, "scheduler", "", "")
 	fs.StringVar(&o.tokenFile, "token-file", "", "")
 	fs.StringVar(&o.join, "join", "", "")
@@ -132,19 +131,20 @@ func parsePlan(args []string, stderr io.Writer) (planOptions, error) {
 	fs.StringVar(&o.fileRoot, "origin-file-root", "", "")
 	// The URI may come before or after the flags.
 	var rest []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(stderr, planUsage)
-				return o, flag.ErrHelp
+	err := parseHelp(fs, planUsage, stdout, func() error {
+		for {
+			if err := fs.Parse(args); err != nil {
+				return err
 			}
-			return o, usageErrorf("%v (see --help)", err)
+			if fs.NArg() == 0 {
+				return nil
+			}
+			rest = append(rest, fs.Arg(0))
+			args = fs.Args()[1:]
 		}
-		if fs.NArg() == 0 {
-			break
-		}
-		rest = append(rest, fs.Arg(0))
-		args = fs.Args()[1:]
+	})
+	if err != nil {
+		return o, err
 	}
 	fs.Visit(func(f *flag.Flag) {
 		o.blockSizeSet = o.blockSizeSet || f.Name == "block-size"
@@ -214,7 +214,7 @@ type ringSource struct {
 }
 
 func planMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parsePlan(args, stderr)
+	o, err := parsePlan(args, stdout)
 	if err != nil {
 		return err
 	}

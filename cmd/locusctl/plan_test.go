@@ -295,8 +295,8 @@ func TestPlanBadArguments(t *testing.T) {
 			t.Errorf("plan %q: %v, want a usage error", args, err)
 		}
 	}
-	if _, errOut, err := plan(t, "--help"); !errors.Is(err, flag.ErrHelp) || !strings.Contains(errOut, "placement key") {
-		t.Errorf("--help: %v %q", err, errOut)
+	if out, errOut, err := plan(t, "--help"); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "placement key") || errOut != "" {
+		t.Errorf("--help: %v, stdout %q, stderr %q; want the usage on stdout", err, out, errOut)
 	}
 	if _, _, err := plan(t, fileURI(filepath.Join(dir, "missing")+"/")); err == nil {
 		t.Errorf("a file root that does not exist: no error")

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locuscache/locus/internal/flagenv"
 	"github.com/locuscache/locus/pkg/ring"
 )
 
@@ -69,7 +70,7 @@ func runRing(args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stderr, ringUsage)
+		fmt.Fprint(stdout, ringUsage)
 		return flag.ErrHelp
 	case "simulate":
 		return runRingSimulate(args[1:], stdout, stderr)
@@ -130,7 +131,7 @@ type simResult struct {
 
 func runRingSimulate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ring simulate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), simulateUsage, ring.DefaultVNodes) }
 	p := simParams{}
 	fs.IntVar(&p.nodes, "nodes", 100, "")
 	fs.IntVar(&p.vnodes, "vnodes", ring.DefaultVNodes, "")
@@ -140,9 +141,8 @@ func runRingSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&p.racks, "racks", 0, "")
 	fs.IntVar(&p.replicas, "replicas", 3, "")
 	asJSON := fs.Bool("json", false, "")
-	if err := fs.Parse(args); err != nil {
+	if err := flagenv.ParseHelp(fs, stdout, func() error { return fs.Parse(args) }); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, simulateUsage, ring.DefaultVNodes)
 			return flag.ErrHelp
 		}
 		return usageErrorf("simulate: %v (see --help)", err)

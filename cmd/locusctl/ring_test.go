@@ -11,10 +11,11 @@ import (
 )
 
 func TestRingDispatch(t *testing.T) {
+	// A help request prints the usage on stdout; a usage error on stderr.
 	tests := []struct {
 		args    []string
 		wantErr error
-		stderr  string
+		usage   string
 	}{
 		{nil, errUsage, "simulate"},
 		{[]string{"--help"}, flag.ErrHelp, "simulate"},
@@ -29,8 +30,12 @@ func TestRingDispatch(t *testing.T) {
 		if !errors.Is(err, tt.wantErr) {
 			t.Errorf("runRing(%q): error %v, want %v", tt.args, err, tt.wantErr)
 		}
-		if !strings.Contains(stderr.String(), tt.stderr) {
-			t.Errorf("runRing(%q): stderr %q does not mention %q", tt.args, stderr.String(), tt.stderr)
+		got, other := stderr.String(), stdout.String()
+		if tt.wantErr == flag.ErrHelp {
+			got, other = other, got
+		}
+		if !strings.Contains(got, tt.usage) || other != "" {
+			t.Errorf("runRing(%q): stdout %q, stderr %q; want the usage (mentioning %q) on %s only", tt.args, stdout.String(), stderr.String(), tt.usage, map[bool]string{true: "stdout", false: "stderr"}[tt.wantErr == flag.ErrHelp])
 		}
 	}
 }

@@ -110,7 +110,7 @@ type sizingReport struct {
 var runSizing = withSignals(sizingMain)
 
 func sizingMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseRingFlags("sizing", sizingUsage, args, stderr)
+	o, err := parseRingFlags("sizing", sizingUsage, args, stdout)
 	if err != nil {
 		return err
 	}

@@ -172,7 +172,7 @@ func TestSizingBadArguments(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "cannot reach the scheduler") {
 		t.Errorf("unreachable scheduler: %v; want exit 1 saying so", r)
 	}
-	if h := locusctl(t, "sizing", "--help"); h.code != 0 || !strings.Contains(h.stderr, "How large should the cache be?") {
+	if h := locusctl(t, "sizing", "--help"); h.code != 0 || !strings.Contains(h.stdout, "How large should the cache be?") || h.stderr != "" {
 		t.Errorf("sizing --help: %v", h)
 	}
 }

@@ -60,7 +60,7 @@ type statOptions struct {
 	timeout time.Duration
 }
 
-func parseStat(args []string, stderr io.Writer) (statOptions, error) {
+func parseStat(args []string, stdout io.Writer) (statOptions, error) {
 	var o statOptions
 	fs := flag.NewFlagSet("stat", flag.ContinueOnError)
 	fs.StringVar(&o.node, "node", "", "")
@@ -68,7 +68,7 @@ func parseStat(args []string, stderr io.Writer) (statOptions, error) {
 	fs.BoolVar(&o.columns, "columns", false, "")
 	fs.BoolVar(&o.asJSON, "json", false, "")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "")
-	rest, err := parseFlags(fs, args, statUsage, stderr)
+	rest, err := parseFlags(fs, args, statUsage, stdout)
 	if err != nil {
 		return o, err
 	}
@@ -123,7 +123,7 @@ type columnJSON struct {
 }
 
 func statMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseStat(args, stderr)
+	o, err := parseStat(args, stdout)
 	if err != nil {
 		return err
 	}

@@ -174,7 +174,7 @@ func TestStatBadArguments(t *testing.T) {
 		{[]string{"stat", "--node", "127.0.0.1:1", "s3://bkt/k", "--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent-key.pem"}, "--tls-cert /nonexistent.pem"},
 	})
 	h := locusctl(t, "stat", "--help")
-	if h.code != 0 || !strings.Contains(h.stderr, "--tls-ca") || !strings.Contains(h.stderr, "Examples:") {
+	if h.code != 0 || !strings.Contains(h.stdout, "--tls-ca") || !strings.Contains(h.stdout, "Examples:") || h.stderr != "" {
 		t.Errorf("stat --help: %v", h)
 	}
 }

@@ -59,18 +59,18 @@ type ringStatusOptions struct {
 	asJSON bool
 }
 
-func parseRingStatus(args []string, stderr io.Writer) (ringStatusOptions, error) {
-	return parseRingFlags("ring status", ringStatusUsage, args, stderr)
+func parseRingStatus(args []string, stdout io.Writer) (ringStatusOptions, error) {
+	return parseRingFlags("ring status", ringStatusUsage, args, stdout)
 }
 
 // parseRingFlags parses the flags of a command that reads the ring.
-func parseRingFlags(name, usage string, args []string, stderr io.Writer) (ringStatusOptions, error) {
+func parseRingFlags(name, usage string, args []string, stdout io.Writer) (ringStatusOptions, error) {
 	var o ringStatusOptions
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	o.sched.register(fs, 10*time.Second)
 	o.tls.register(fs)
 	fs.BoolVar(&o.asJSON, "json", false, "")
-	rest, err := parseFlags(fs, args, usage, stderr)
+	rest, err := parseFlags(fs, args, usage, stdout)
 	if err != nil {
 		return o, err
 	}
@@ -84,7 +84,7 @@ func parseRingFlags(name, usage string, args []string, stderr io.Writer) (ringSt
 var runRingStatus = withSignals(ringStatusMain)
 
 func ringStatusMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseRingStatus(args, stderr)
+	o, err := parseRingStatus(args, stdout)
 	if err != nil {
 		return err
 	}

@@ -108,7 +108,7 @@ func TestRingStatusBadArguments(t *testing.T) {
 		t.Errorf("a bad LOCUS_TIMEOUT: %v; want exit 2 naming the variable", r)
 	}
 	h := locusctl(t, "ring", "status", "--help")
-	if h.code != 0 || !strings.Contains(h.stderr, "Examples:") || !strings.Contains(h.stderr, "LOCUS_SCHEDULER") {
+	if h.code != 0 || !strings.Contains(h.stdout, "Examples:") || !strings.Contains(h.stdout, "LOCUS_SCHEDULER") || h.stderr != "" {
 		t.Errorf("ring status --help: %v", h)
 	}
 }

@@ -92,11 +92,10 @@ type upOptions struct {
 
 var runUp = withSignals(upMain)
 
-func parseUp(args []string, stderr io.Writer) (upOptions, error) {
+func parseUp(args []string, stdout io.Writer) (upOptions, error) {
 	o := upOptions{passes: 3, tasks: localcluster.DefaultRowGroups, rows: localcluster.DefaultRows,
 		blockSize: localcluster.DefaultBlockSize, slots: localcluster.DefaultSlots, wait: localcluster.DefaultLocalityWait}
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.dir, "dir", "", "")
 	fs.BoolVar(&o.keep, "keep", false, "")
 	fs.IntVar(&o.passes, "passes", o.passes, "")
@@ -109,12 +108,8 @@ func parseUp(args []string, stderr io.Writer) (upOptions, error) {
 	fs.BoolVar(&o.batch, "batch", false, "")
 	fs.BoolVar(&o.noWait, "no-wait", false, "")
 	fs.BoolVar(&o.verbose, "verbose", false, "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, upUsage)
-			return o, flag.ErrHelp
-		}
-		return o, usageErrorf("%v (see --help)", err)
+	if err := parseHelp(fs, upUsage, stdout, func() error { return fs.Parse(args) }); err != nil {
+		return o, err
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -176,7 +171,7 @@ func lockUpDir(dir string) (unlock func(), err error) {
 // upMain runs locusctl up until the workload is done (--no-wait) or ctx
 // ends (a signal).
 func upMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	o, err := parseUp(args, stderr)
+	o, err := parseUp(args, stdout)
 	if err != nil {
 		return err
 	}

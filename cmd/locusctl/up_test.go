@@ -233,7 +233,7 @@ func TestUpBadArguments(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if err := upMain(context.Background(), []string{"--help"}, &stdout, &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "Ctrl-C") {
-		t.Errorf("up --help: %v, %q", err, stderr.String())
+	if err := upMain(context.Background(), []string{"--help"}, &stdout, &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stdout.String(), "Ctrl-C") || stderr.Len() != 0 {
+		t.Errorf("up --help: %v, stdout %q, stderr %q; want the usage on stdout", err, stdout.String(), stderr.String())
 	}
 }

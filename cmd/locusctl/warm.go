@@ -149,7 +149,7 @@ type warmOptions struct {
 	origin      planOptions // the origin flags, for planOrigin
 }
 
-func parseWarm(args []string, stderr io.Writer) (warmOptions, error) {
+func parseWarm(args []string, stdout io.Writer) (warmOptions, error) {
 	var o warmOptions
 	var columns string
 	fs := flag.NewFlagSet("warm", flag.ContinueOnError)
@@ -169,7 +169,7 @@ func parseWarm(args []string, stderr io.Writer) (warmOptions, error) {
 	fs.StringVar(&o.origin.s3Region, "origin-s3-region", "", "")
 	fs.BoolVar(&o.origin.s3PathStyle, "origin-s3-path-style", false, "")
 	fs.StringVar(&o.origin.fileRoot, "origin-file-root", "", "")
-	rest, err := parseFlags(fs, args, warmUsage, stderr)
+	rest, err := parseFlags(fs, args, warmUsage, stdout)
 	if err != nil {
 		return o, err
 	}
@@ -301,7 +301,7 @@ type warmSummary struct {
 }
 
 func warmMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseWarm(args, stderr)
+	o, err := parseWarm(args, stdout)
 	if err != nil {
 		return err
 	}

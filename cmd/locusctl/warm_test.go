@@ -346,7 +346,7 @@ func TestWarmBadArguments(t *testing.T) {
 		{with("--bogus"), "flag provided but not defined: -bogus"},
 	})
 	h := locusctl(t, "warm", "--help")
-	if h.code != 0 || !strings.Contains(h.stderr, "--dry-run") || !strings.Contains(h.stderr, "Examples:") {
+	if h.code != 0 || !strings.Contains(h.stdout, "--dry-run") || !strings.Contains(h.stdout, "Examples:") || h.stderr != "" {
 		t.Errorf("warm --help: %v", h)
 	}
 }

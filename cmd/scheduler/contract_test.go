@@ -134,7 +134,7 @@ func TestBadJoinExitsUsage(t *testing.T) {
 	for _, join := range []string{"127.0.0.1", "127.0.0.1:99999", "http://127.0.0.1:7946"} {
 		var stderr bytes.Buffer
 		code := run([]string{"--join=" + join, "--http-addr=127.0.0.1:0", "--grpc-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0", "--join-timeout=2s"},
-			func(string) (string, bool) { return "", false }, &stderr)
+			func(string) (string, bool) { return "", false }, io.Discard, &stderr)
 		if code != 2 {
 			t.Errorf("--join=%s: exit %d (%s); want 2 (a bad flag value), as the cache node", join, code, strings.TrimSpace(stderr.String()))
 		}

@@ -125,16 +125,16 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stderr))
+	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 }
 
 // run is main with its inputs explicit, for tests. It returns the exit
 // code: 0 after a clean shutdown, 2 for bad flags or an unusable
 // configuration, 1 for a failure to start or serve (daemonmain's codes).
-func run(args []string, lookup func(string) (string, bool), stderr io.Writer) int {
+func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	var o options
 	fs := newFlags(&o, stderr)
-	d, code, ok := daemonmain.Parse(fs, args, lookup, &o.log)
+	d, code, ok := daemonmain.Parse(fs, args, lookup, &o.log, stdout)
 	if !ok {
 		return code
 	}

@@ -19,7 +19,7 @@ import (
 func TestMain(m *testing.M) {
 	// This test binary is also the scheduler daemon, the cache node daemon
 	// and the gossip members the tests start as processes.
-	schedulertest.RunIfDaemon(func() int { return run(os.Args[1:], os.LookupEnv, os.Stderr) })
+	schedulertest.RunIfDaemon(func() int { return run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr) })
 	nodetest.RunIfDaemon()
 	schedulertest.MemberMain()
 	code := m.Run()
@@ -95,7 +95,7 @@ func TestBuildConfig(t *testing.T) {
 func TestBadFlagsExit(t *testing.T) {
 	for _, args := range [][]string{{"--nope"}, {"--replication=x"}, {"extra"}, {"--log-level=loud"}, {"--replication=99"}} {
 		var stderr bytes.Buffer
-		if code := run(args, func(string) (string, bool) { return "", false }, &stderr); code != 2 {
+		if code := run(args, func(string) (string, bool) { return "", false }, io.Discard, &stderr); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr.String())
 		}
 		if !strings.HasPrefix(stderr.String(), "scheduler: ") {
@@ -111,13 +111,13 @@ func TestBadFlagsExit(t *testing.T) {
 		{"--auth-token-file=" + empty}, {"--tls-cert=" + empty, "--tls-key=" + empty}} {
 		var stderr bytes.Buffer
 		args = append(args, "--http-addr=127.0.0.1:0", "--grpc-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0")
-		if code := run(args, func(string) (string, bool) { return "", false }, &stderr); code != 1 {
+		if code := run(args, func(string) (string, bool) { return "", false }, io.Discard, &stderr); code != 1 {
 			t.Errorf("%v: exit %d, want 1 (%s)", args, code, stderr.String())
 		}
 	}
-	var stderr bytes.Buffer
-	if code := run([]string{"--help"}, func(string) (string, bool) { return "", false }, &stderr); code != 0 || !strings.Contains(stderr.String(), "LOCUS_ETCD_ENDPOINTS") {
-		t.Errorf("--help: exit %d, %s", code, stderr.String())
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--help"}, func(string) (string, bool) { return "", false }, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "LOCUS_ETCD_ENDPOINTS") || stderr.Len() != 0 {
+		t.Errorf("--help: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout only", code, stdout.String(), stderr.String())
 	}
 }
 

@@ -135,7 +135,7 @@ func TestRenderedManifests(t *testing.T) {
 
 			checkDaemonFlags(t, "cachenode", nc, func(args []string) (int, string) {
 				var stderr bytes.Buffer
-				code := daemon.Main(args, func(string) (string, bool) { return "", false }, &stderr)
+				code := daemon.Main(args, func(string) (string, bool) { return "", false }, &stderr, &stderr)
 				return code, stderr.String()
 			})
 			checkDaemonFlags(t, "scheduler", sc, func(args []string) (int, string) {

@@ -82,7 +82,8 @@ func (l LogFlags) Logger(w io.Writer) (*slog.Logger, error) {
 
 // NewFlagSet returns the flag set of the daemon name: it returns errors
 // rather than exiting, writes to stderr, prints summary and the flags with
-// their LOCUS_* variables for --help (flagenv.Usage), and has --log-level
+// their LOCUS_* variables for --help (flagenv.Usage; Parse sends that text
+// to stdout), and has --log-level
 // and --log-format, which set log.
 func NewFlagSet(name, summary string, stderr io.Writer, log *LogFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -105,18 +106,16 @@ type Daemon struct {
 // Parse parses args, then the LOCUS_* environment (lookup, see
 // flagenv.Parse), into fs (from NewFlagSet, whose output is stderr), and
 // builds the logger of log (read after parsing). ok is false when the
-// daemon must exit with code: ExitOK after --help (the usage printed),
-// ExitUsage for a bad flag or value, a positional argument or a bad log
-// flag (one line on stderr).
-func Parse(fs *flag.FlagSet, args []string, lookup func(string) (string, bool), log *LogFlags) (d *Daemon, code int, ok bool) {
+// daemon must exit with code: ExitOK after --help or --version (printed
+// on stdout, so that "cachenode --help | less" shows it), ExitUsage for a bad
+// flag or value, a positional argument or a bad log flag (one line on
+// stderr).
+func Parse(fs *flag.FlagSet, args []string, lookup func(string) (string, bool), log *LogFlags, stdout io.Writer) (d *Daemon, code int, ok bool) {
 	stderr := fs.Output()
 	name := fs.Name()
-	// Parse quietly: a bad flag is one line on stderr, --help the full text.
-	fs.SetOutput(io.Discard)
-	err := flagenv.Parse(fs, args, lookup)
-	fs.SetOutput(stderr)
+	// A bad flag is one line on stderr, --help the full text on stdout.
+	err := flagenv.ParseHelp(fs, stdout, func() error { return flagenv.Parse(fs, args, lookup) })
 	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
 		return nil, ExitOK, false
 	}
 	if err != nil {
@@ -128,7 +127,7 @@ func Parse(fs *flag.FlagSet, args []string, lookup func(string) (string, bool), 
 		return nil, ExitUsage, false
 	}
 	if v := fs.Lookup("version"); v != nil && v.Value.String() == "true" {
-		fmt.Fprintf(stderr, "%s %s\n", name, Version())
+		fmt.Fprintf(stdout, "%s %s\n", name, Version())
 		return nil, ExitOK, false
 	}
 	logger, err := log.Logger(stderr)

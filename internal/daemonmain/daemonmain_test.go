@@ -18,30 +18,35 @@ func TestParse(t *testing.T) {
 		env      map[string]string
 		code     int
 		ok       bool
-		stderr   string // a substring of what Parse printed ("" for nothing)
+		stdout   string // a substring of what Parse printed on stdout ("" for nothing)
+		stderr   string // a substring of what Parse printed on stderr ("" for nothing)
 		oneLine  bool   // the output is one line
 		wantJSON bool   // the logger writes JSON
 	}{
-		{"defaults", nil, nil, 0, true, "", false, false},
-		{"help", []string{"--help"}, nil, ExitOK, false, "LOCUS_LOG_LEVEL", false, false},
-		{"unknown flag", []string{"--nope"}, nil, ExitUsage, false, "x: flag provided but not defined: -nope (see --help)", true, false},
-		{"bad value", []string{"--slots=many"}, nil, ExitUsage, false, "slots", true, false},
-		{"bad env", nil, map[string]string{"LOCUS_SLOTS": "many"}, ExitUsage, false, "LOCUS_SLOTS", true, false},
-		{"positional", []string{"extra"}, nil, ExitUsage, false, `x: unexpected arguments ["extra"]`, true, false},
-		{"bad log level", []string{"--log-level=loud"}, nil, ExitUsage, false, `x: --log-level "loud"`, true, false},
-		{"bad log format", nil, map[string]string{"LOCUS_LOG_FORMAT": "xml"}, ExitUsage, false, `x: --log-format "xml"`, true, false},
-		{"json from env", nil, map[string]string{"LOCUS_LOG_FORMAT": "json"}, 0, true, "", false, true},
+		{"defaults", nil, nil, 0, true, "", "", false, false},
+		{"help", []string{"--help"}, nil, ExitOK, false, "LOCUS_LOG_LEVEL", "", false, false},
+		{"-h", []string{"-h"}, nil, ExitOK, false, "x: a test daemon.", "", false, false},
+		{"unknown flag", []string{"--nope"}, nil, ExitUsage, false, "", "x: flag provided but not defined: -nope (see --help)", true, false},
+		{"bad value", []string{"--slots=many"}, nil, ExitUsage, false, "", "slots", true, false},
+		{"bad env", nil, map[string]string{"LOCUS_SLOTS": "many"}, ExitUsage, false, "", "LOCUS_SLOTS", true, false},
+		{"positional", []string{"extra"}, nil, ExitUsage, false, "", `x: unexpected arguments ["extra"]`, true, false},
+		{"bad log level", []string{"--log-level=loud"}, nil, ExitUsage, false, "", `x: --log-level "loud"`, true, false},
+		{"bad log format", nil, map[string]string{"LOCUS_LOG_FORMAT": "xml"}, ExitUsage, false, "", `x: --log-format "xml"`, true, false},
+		{"json from env", nil, map[string]string{"LOCUS_LOG_FORMAT": "json"}, 0, true, "", "", false, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var stderr bytes.Buffer
+			var stdout, stderr bytes.Buffer
 			var log LogFlags
 			fs := NewFlagSet("x", "x: a test daemon.", &stderr, &log)
 			fs.Int("slots", 1, "slots")
-			d, code, ok := Parse(fs, tc.args, func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }, &log)
+			d, code, ok := Parse(fs, tc.args, func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }, &log, &stdout)
 			out := stderr.String()
 			if code != tc.code || ok != tc.ok || (d != nil) != tc.ok {
 				t.Fatalf("Parse = %v, %d, %v; want code %d ok %v\n%s", d, code, ok, tc.code, tc.ok, out)
+			}
+			if got := stdout.String(); tc.stdout == "" && got != "" || !strings.Contains(got, tc.stdout) {
+				t.Errorf("stdout %q, want it to hold %q", got, tc.stdout)
 			}
 			if tc.stderr == "" && out != "" || !strings.Contains(out, tc.stderr) {
 				t.Errorf("stderr %q, want it to hold %q", out, tc.stderr)
@@ -118,11 +123,16 @@ func TestVersion(t *testing.T) {
 	var out bytes.Buffer
 	var log LogFlags
 	fs := NewFlagSet("demo", "a daemon", &out, &log)
-	d, code, ok := Parse(fs, []string{"--version"}, func(string) (string, bool) { return "", false }, &log)
+	var stderr bytes.Buffer
+	fs.SetOutput(&stderr)
+	d, code, ok := Parse(fs, []string{"--version"}, func(string) (string, bool) { return "", false }, &log, &out)
 	if d != nil || ok || code != ExitOK {
 		t.Fatalf("Parse(--version) = %v, %d, %v; want nil, ExitOK, false", d, code, ok)
 	}
 	if got := out.String(); !strings.HasPrefix(got, "demo ") || !strings.Contains(got, "go1.") || strings.Count(got, "\n") != 1 {
-		t.Fatalf("--version printed %q; want one line: the name, the version and the Go version", got)
+		t.Fatalf("--version printed %q on stdout; want one line: the name, the version and the Go version", got)
+	}
+	if stderr.Len() != 0 {
+		t.Fatalf("--version wrote %q on stderr; want nothing", stderr.String())
 	}
 }

@@ -1,8 +1,11 @@
 package flagenv
 
 import (
+	"bytes"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
@@ -48,6 +51,30 @@ func Parse(fs *flag.FlagSet, args []string, lookup func(string) (string, bool)) 
 			err = fmt.Errorf("environment variable %s=%q: %v", EnvName(f.Name), v, e)
 		}
 	})
+	return err
+}
+
+// ParseHelp runs parse, which parses into fs (fs.Parse, Parse, or a loop
+// of them), with fs's output captured, and sends what the flag package
+// printed where an operator expects it. After --help or -h (parse returned
+// flag.ErrHelp) the usage text fs.Usage printed goes to stdout and
+// ParseHelp returns flag.ErrHelp, so that "cachenode --help | less" shows
+// it and the caller exits 0. For any other error nothing is printed: the
+// flag package's message and usage dump are dropped and the error is
+// returned for the caller to report on stderr as one line naming the
+// command (the daemons' and locusctl's convention, so that a Kubernetes
+// event or a terminal shows the whole reason). fs's output is restored
+// before ParseHelp returns. A failed write to stdout (a closed pipe) is
+// ignored: the help was asked for and the exit code stays 0.
+func ParseHelp(fs *flag.FlagSet, stdout io.Writer, parse func() error) error {
+	var buf bytes.Buffer
+	saved := fs.Output()
+	fs.SetOutput(&buf)
+	defer fs.SetOutput(saved)
+	err := parse()
+	if errors.Is(err, flag.ErrHelp) {
+		_, _ = stdout.Write(buf.Bytes()) // a closed pipe: see above
+	}
 	return err
 }
 

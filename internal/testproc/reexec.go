@@ -37,7 +37,7 @@ type Reexec struct {
 // hands out the test binary itself from then on.
 //
 //	func TestMain(m *testing.M) {
-//		daemon.RunIf(func() int { return run(os.Args[1:], os.LookupEnv, os.Stderr) })
+//		daemon.RunIf(func() int { return run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr) })
 //		code := m.Run()
 //		daemon.Remove()
 //		os.Exit(code)

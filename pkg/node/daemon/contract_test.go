@@ -165,7 +165,7 @@ func TestLocusVersionEnvironmentIgnored(t *testing.T) {
 			}
 			return "", false
 		}
-		code := daemon.Main([]string{"--gossip-tuning=wan"}, env, &out)
+		code := daemon.Main([]string{"--gossip-tuning=wan"}, env, &out, &out)
 		if code != 2 || !strings.Contains(out.String(), "gossip-tuning") {
 			t.Errorf("LOCUS_VERSION=%s: exit %d, output %q; want the daemon to ignore it and refuse --gossip-tuning=wan (exit 2)", v, code, strings.TrimSpace(out.String()))
 		}
@@ -188,7 +188,7 @@ func TestMetadataFlagsExitUsage(t *testing.T) {
 	addrs := []string{"--gossip-addr=127.0.0.1:0", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--memory-size=16MiB"}
 	for _, bad := range []string{"--slots=2000000", "--node-id=a,b", "--rack=rack#1"} {
 		var out bytes.Buffer
-		code := daemon.Main(append([]string{bad}, addrs...), noEnv, &out)
+		code := daemon.Main(append([]string{bad}, addrs...), noEnv, &out, &out)
 		if code != 2 {
 			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 			t.Errorf("%s: exit %d (%s); want 2, a bad flag value", bad, code, lines[len(lines)-1])
@@ -414,7 +414,7 @@ func TestTLSFilesRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			code := daemon.Main(append(tc.args, addrs...), noEnv, &out)
+			code := daemon.Main(append(tc.args, addrs...), noEnv, &out, &out)
 			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 			last := lines[len(lines)-1]
 			if code != tc.code || !strings.HasPrefix(last, "cachenode: ") || !strings.Contains(last, tc.want) {

@@ -134,10 +134,10 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 // SIGTERM or SIGINT, and returns the exit code: 0 after a clean shutdown, 2
 // for bad flags, 1 for any other failure (with a one-line reason on
 // stderr).
-func Main(args []string, lookup func(string) (string, bool), stderr io.Writer) int {
+func Main(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	var o options
 	fs := newFlags(&o, stderr)
-	d, code, ok := daemonmain.Parse(fs, args, lookup, &o.log)
+	d, code, ok := daemonmain.Parse(fs, args, lookup, &o.log, stdout)
 	if !ok {
 		return code
 	}

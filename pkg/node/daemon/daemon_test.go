@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 // LOCUS_* variable in --help.
 func TestFlagsPerDesign(t *testing.T) {
 	var out bytes.Buffer
-	if code := Main([]string{"--help"}, func(string) (string, bool) { return "", false }, &out); code != 0 {
+	if code := Main([]string{"--help"}, func(string) (string, bool) { return "", false }, &out, io.Discard); code != 0 {
 		t.Fatalf("--help exit %d", code)
 	}
 	help := out.String()
@@ -69,7 +70,7 @@ func TestBadConfigExits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			lookup := func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }
-			code := Main(tc.args, lookup, &out)
+			code := Main(tc.args, lookup, io.Discard, &out)
 			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 			last := lines[len(lines)-1]
 			if code != tc.code || !strings.Contains(last, tc.want) || !strings.HasPrefix(last, "cachenode: ") {

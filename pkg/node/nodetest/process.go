@@ -39,7 +39,7 @@ var daemon = testproc.Reexec{Env: DaemonEnv, Pkg: "./cmd/cachenode"}
 // cmd/cachenode's (which is daemon.Main and nothing else), compiled with the
 // test's flags (-race included).
 func RunIfDaemon() {
-	daemon.RunIf(func() int { return nodedaemon.Main(os.Args[1:], os.LookupEnv, os.Stderr) })
+	daemon.RunIf(func() int { return nodedaemon.Main(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr) })
 }
 
 // BuildCachenode returns the path of a cachenode daemon binary: the test

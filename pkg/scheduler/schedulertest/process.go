@@ -27,7 +27,7 @@ var daemon = testproc.Reexec{Env: DaemonEnv, Pkg: "./cmd/scheduler"}
 // Call it first in TestMain with the daemon's main:
 //
 //	func TestMain(m *testing.M) {
-//		schedulertest.RunIfDaemon(func() int { return run(os.Args[1:], os.LookupEnv, os.Stderr) })
+//		schedulertest.RunIfDaemon(func() int { return run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr) })
 //		...
 //	}
 //
