@@ -100,6 +100,8 @@ func TestHelpAndFlagsExitCodes(t *testing.T) {
 		call{args: []string{"ring", "--help"}, stdout: "Usage: locusctl ring"},
 		call{args: []string{"ring"}, code: 2, stderr: "missing command"},
 		call{args: []string{"nope"}, code: 2, stderr: `unknown command "nope"`},
+		// It printed the top-level usage on stdout and exited 0.
+		call{args: []string{"help", "nope"}, code: 2, stderr: `unknown command "nope"`},
 		call{args: nil, code: 2, stderr: "Usage: locusctl <command>"},
 	)
 	for _, c := range calls {

@@ -50,9 +50,12 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 2 && args[0] == "help" {
-		if _, ok := commands[args[1]]; ok {
-			return run([]string{args[1], "--help"}, stdout, stderr) // locusctl help stat
+		if _, ok := commands[args[1]]; !ok {
+			fmt.Fprintf(stderr, "locusctl: no help for unknown command %q\n\n", args[1])
+			usage(stderr)
+			return 2
 		}
+		return run([]string{args[1], "--help"}, stdout, stderr) // locusctl help stat
 	}
 	if len(args) == 0 {
 		// No command is a usage error: the usage on stderr, exit 2.
