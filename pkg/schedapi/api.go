@@ -25,12 +25,16 @@ type PlaceRequest struct {
 // Placement answers a placement: the task holds one slot on Node until it
 // completes. In a batch answer a task that was not placed has only Task and
 // Error set.
+//
+// "rack" is always encoded, "" when the node has none: DESIGN's answer
+// lists the field (an answer without it, from an older scheduler, decodes
+// as ""). Like "waited_ms", an unplaced batch member carries it too.
 type Placement struct {
 	Task        string `json:"task"`
 	Node        string `json:"node,omitempty"`
 	Address     string `json:"address,omitempty"`      // the node's gRPC address
 	HTTPAddress string `json:"http_address,omitempty"` // the node's HTTP address (S3 gateway)
-	Rack        string `json:"rack,omitempty"`
+	Rack        string `json:"rack"`                   // the node's rack, "" when it has none
 	// Locality is "DATA_LOCAL", "RACK_LOCAL" or "OTHER_LOCAL".
 	Locality string `json:"locality,omitempty"`
 	// Owner is the first node of the split's preference list.

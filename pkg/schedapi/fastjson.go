@@ -431,7 +431,16 @@ func appendPlacement(dst []byte, p *Placement) []byte {
 	dst = appendKey(dst, true, "task")
 	dst = appendString(dst, p.Task)
 	for _, f := range [...]struct{ name, v string }{
-		{"node", p.Node}, {"address", p.Address}, {"http_address", p.HTTPAddress}, {"rack", p.Rack},
+		{"node", p.Node}, {"address", p.Address}, {"http_address", p.HTTPAddress},
+	} {
+		if f.v != "" {
+			dst = appendKey(dst, false, f.name)
+			dst = appendString(dst, f.v)
+		}
+	}
+	dst = appendKey(dst, false, "rack") // no omitempty: DESIGN lists the field
+	dst = appendString(dst, p.Rack)
+	for _, f := range [...]struct{ name, v string }{
 		{"locality", p.Locality}, {"owner", p.Owner},
 	} {
 		if f.v != "" {

@@ -173,6 +173,72 @@ func TestFastEncode(t *testing.T) {
 	}
 }
 
+// TestPlacementRack: a placement always carries "rack" (DESIGN's POST
+// /v1/place answer lists it), "" when its node has none (it was left out:
+// omitempty), an unplaced batch member too, as it carries "waited_ms".
+// Both encoders agree byte for byte, and the answer decoder still reads an
+// answer without "rack" (an older scheduler).
+func TestPlacementRack(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    Placement
+		want string
+	}{
+		{"placed, rack", Placement{Task: "t", Node: "n1", Rack: "r1", Locality: "DATA_LOCAL", WaitedMS: 1},
+			`{"task":"t","node":"n1","rack":"r1","locality":"DATA_LOCAL","waited_ms":1}`},
+		{"placed, no rack", Placement{Task: "t", Node: "n1", Address: "127.0.0.1:7070", Locality: "OTHER_LOCAL", Owner: "n2", RingEpoch: 9},
+			`{"task":"t","node":"n1","address":"127.0.0.1:7070","rack":"","locality":"OTHER_LOCAL","owner":"n2","ring_epoch":9,"waited_ms":0}`},
+		{"unplaced", Placement{Task: "t", WaitedMS: 3, Error: "deferred: no slot"},
+			`{"task":"t","rack":"","waited_ms":3,"error":"deferred: no slot"}`},
+	} {
+		var b bytes.Buffer
+		if err := json.NewEncoder(&b).Encode(tc.p); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.String(); got != tc.want+"\n" {
+			t.Errorf("%s: encoding/json wrote %s, want %s", tc.name, got, tc.want)
+		}
+		if got := string(AppendPlacementResponse(nil, &tc.p)); got != tc.want+"\n" {
+			t.Errorf("%s: AppendPlacementResponse wrote %s, want %s", tc.name, got, tc.want)
+		}
+		batch := PlaceBatchResponse{Placements: []Placement{tc.p}}
+		b.Reset()
+		if err := json.NewEncoder(&b).Encode(batch); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(AppendPlaceBatchResponse(nil, &batch)), b.String(); got != want {
+			t.Errorf("%s: batch:\n got %s\nwant %s", tc.name, got, want)
+		}
+		if got, want := string(AppendPlaceBatchResponse(nil, &batch)), `{"placements":[`+tc.want+"]}\n"; got != want {
+			t.Errorf("%s: batch:\n got %s\nwant %s", tc.name, got, want)
+		}
+	}
+	old := []byte(`{"placements":[{"task":"a","node":"n1","locality":"DATA_LOCAL","waited_ms":0},{"task":"b","waited_ms":0,"error":"deferred: x"}]}`)
+	got, err := DecodePlaceBatchResponse(old)
+	if err != nil || len(got.Placements) != 2 || got.Placements[0].Rack != "" || !got.Placements[0].Placed() || got.Placements[1].Placed() {
+		t.Errorf("answer without rack: got %+v, %v", got, err)
+	}
+	var one Placement
+	if err := json.Unmarshal([]byte(`{"task":"a","node":"n1","waited_ms":0}`), &one); err != nil || one.Node != "n1" || one.Rack != "" {
+		t.Errorf("placement without rack: got %+v, %v", one, err)
+	}
+}
+
+// TestAppendPlacementAllocs: the fast encoder appends into the caller's
+// buffer without allocating, rack or not.
+func TestAppendPlacementAllocs(t *testing.T) {
+	_, resp := benchBatch(8)
+	resp.Placements[1].Rack = ""
+	resp.Placements[2] = Placement{Task: "t", Error: "deferred: no slot"}
+	buf := make([]byte, 0, 64<<10)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendPlaceBatchResponse(buf[:0], &resp) }); n != 0 {
+		t.Errorf("AppendPlaceBatchResponse: %v allocations per run, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { buf = AppendPlacementResponse(buf[:0], &resp.Placements[1]) }); n != 0 {
+		t.Errorf("AppendPlacementResponse: %v allocations per run, want 0", n)
+	}
+}
+
 // TestClientCodec: the client-side request encoders write what
 // json.Marshal writes, and the answer decoders read what the scheduler
 // writes (and anything else as json.Unmarshal does).
