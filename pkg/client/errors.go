@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/locuscache/locus/pkg/origin"
 	"github.com/locuscache/locus/pkg/readpath"
 )
 
@@ -38,11 +39,16 @@ func nodeError(err error) error { return readpath.FromStatus(err) }
 
 // definitive reports whether a node's error is about the object or the
 // request (so the origin would say the same) rather than about the node.
+// UNIMPLEMENTED is when it names origin.ErrNoVersion (the object has no
+// ETag: the origin's Stat refuses it too); from gRPC itself (a method an
+// older node lacks) it is the node's.
 func definitive(err error) bool {
 	switch status.Code(err) {
 	case codes.NotFound, codes.FailedPrecondition, codes.OutOfRange,
 		codes.InvalidArgument, codes.PermissionDenied:
 		return true
+	case codes.Unimplemented:
+		return errors.Is(nodeError(err), origin.ErrNoVersion)
 	}
 	return false
 }

@@ -36,7 +36,9 @@ var nodeSentinels = []readpath.Sentinel{
 }
 
 // toStatus converts an error of the read path to the gRPC status the
-// service returns.
+// service returns. Its message is err's text (readpath.FromStatus finds
+// origin.ErrNoVersion by it), plus, for an object without an ETag, what
+// the operator can do about it, as the S3 gateway's 501 says.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
@@ -44,8 +46,18 @@ func toStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	return status.Error(Code(err), err.Error())
+	msg := err.Error()
+	if errors.Is(err, origin.ErrNoVersion) {
+		msg += noVersionHint
+	}
+	return status.Error(Code(err), msg)
 }
+
+// noVersionHint completes the UNIMPLEMENTED message of an object that its
+// origin stores without an ETag.
+const noVersionHint = ": the origin stores this object without an ETag, and cached bytes are keyed by the ETag " +
+	"(so that a changed object is never served from old bytes); store the object through the S3 API, " +
+	"which gives it an ETag, or read it from the origin directly"
 
 // FromStatus converts a CacheService status error back to an error that
 // wraps the sentinel of its code, keeping the status; it is

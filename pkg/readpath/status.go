@@ -3,6 +3,7 @@ package readpath
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -32,6 +33,7 @@ var codeTable = [...]struct {
 	{codes.FailedPrecondition, []error{origin.ErrVersionChanged, cache.ErrVersionChanged}},
 	{codes.OutOfRange, []error{cache.ErrOutOfRange}},
 	{codes.PermissionDenied, []error{origin.ErrOutsideRoot, origin.ErrAccessDenied}},
+	{codes.Unimplemented, []error{origin.ErrNoVersion}},
 	{codes.DeadlineExceeded, []error{origin.ErrTimeout, context.DeadlineExceeded}},
 	{codes.Canceled, []error{context.Canceled}},
 	{codes.Unavailable, []error{origin.ErrUnavailable, cache.ErrClosed}},
@@ -49,6 +51,8 @@ var codeTable = [...]struct {
 //	OUT_OF_RANGE         offset past the end of the object (cache.ErrOutOfRange)
 //	PERMISSION_DENIED    file:// path outside the root, or the origin refused the credentials
 //	                     (origin.ErrOutsideRoot, origin.ErrAccessDenied)
+//	UNIMPLEMENTED        the origin stores the object without an ETag, so it cannot be cached
+//	                     (origin.ErrNoVersion; the S3 gateway answers it 501)
 //	DEADLINE_EXCEEDED    the deadline passed or the origin timed out (context.DeadlineExceeded,
 //	                     origin.ErrTimeout)
 //	CANCELED             the caller went away (context.Canceled)
@@ -93,12 +97,18 @@ func Code(err error, extra ...Sentinel) codes.Code {
 //	OUT_OF_RANGE         cache.ErrOutOfRange
 //	INVALID_ARGUMENT     ErrInvalidRequest
 //	PERMISSION_DENIED    origin.ErrAccessDenied
+//	UNIMPLEMENTED        origin.ErrNoVersion, when the message carries its text (see below)
 //	UNAVAILABLE          origin.ErrUnavailable
 //	DEADLINE_EXCEEDED    context.DeadlineExceeded
 //	CANCELED             context.Canceled
 //
 // status.FromError still works on the result, and its message is err's.
 // Other errors (nil, not a status, another code) are returned unchanged.
+//
+// gRPC itself answers UNIMPLEMENTED for a method the server does not know
+// (an older node), so that code maps to origin.ErrNoVersion only when the
+// message names it: the node's message is the error it wraps, whose text
+// includes the sentinel's.
 func FromStatus(err error) error {
 	s, ok := status.FromError(err)
 	if !ok || err == nil {
@@ -116,6 +126,11 @@ func FromStatus(err error) error {
 		sentinels = []error{ErrInvalidRequest}
 	case codes.PermissionDenied:
 		sentinels = []error{origin.ErrAccessDenied}
+	case codes.Unimplemented:
+		if !strings.Contains(s.Message(), origin.ErrNoVersion.Error()) {
+			return err
+		}
+		sentinels = []error{origin.ErrNoVersion}
 	case codes.Unavailable:
 		sentinels = []error{origin.ErrUnavailable}
 	case codes.DeadlineExceeded:

@@ -35,6 +35,7 @@ func TestCode(t *testing.T) {
 		{"out of range", cache.ErrOutOfRange, codes.OutOfRange},
 		{"outside root", origin.ErrOutsideRoot, codes.PermissionDenied},
 		{"access denied", origin.ErrAccessDenied, codes.PermissionDenied},
+		{"no version (no ETag)", fmt.Errorf("stat s3://bkt/k: %w", origin.ErrNoVersion), codes.Unimplemented},
 		{"origin timeout", origin.ErrTimeout, codes.DeadlineExceeded},
 		{"deadline", context.DeadlineExceeded, codes.DeadlineExceeded},
 		{"canceled", context.Canceled, codes.Canceled},
@@ -77,6 +78,7 @@ func TestFromStatusRoundTrip(t *testing.T) {
 		{cache.ErrClosed, []error{origin.ErrUnavailable}},
 		{origin.ErrTimeout, []error{context.DeadlineExceeded}},
 		{context.Canceled, []error{context.Canceled}},
+		{fmt.Errorf("stat s3://bkt/k: %w", origin.ErrNoVersion), []error{origin.ErrNoVersion}},
 	}
 	for _, tc := range tests {
 		code := Code(tc.sent)
@@ -91,7 +93,10 @@ func TestFromStatusRoundTrip(t *testing.T) {
 			t.Errorf("%v: FromStatus lost the status: %v %v, message %q", tc.sent, s.Code(), ok, got)
 		}
 	}
-	for _, err := range []error{nil, errors.New("plain"), status.Error(codes.Internal, "x"), status.Error(codes.Aborted, "x")} {
+	// UNIMPLEMENTED from gRPC itself (a method an older node lacks) is not
+	// origin.ErrNoVersion.
+	unknownMethod := status.Error(codes.Unimplemented, "unknown method Prefetch for service locus.cache.v1.CacheService")
+	for _, err := range []error{nil, errors.New("plain"), status.Error(codes.Internal, "x"), status.Error(codes.Aborted, "x"), unknownMethod} {
 		if got := FromStatus(err); got != err {
 			t.Errorf("FromStatus(%v) = %v, want it unchanged", err, got)
 		}

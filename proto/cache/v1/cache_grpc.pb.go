@@ -43,7 +43,8 @@ type CacheServiceClient interface {
 	// NOT_FOUND (no such object), FAILED_PRECONDITION (expected_version given and
 	// the object changed), OUT_OF_RANGE (offset past the end), UNAVAILABLE
 	// (origin unreachable), PERMISSION_DENIED (a file:// URI outside the root),
-	// DATA_LOSS (bytes already sent came from a peer that then named another
+	// UNIMPLEMENTED (the origin stores the object without an ETag, so it cannot
+	// be cached; the message says so), DATA_LOSS (bytes already sent came from a peer that then named another
 	// version: discard them, do not complete the read elsewhere).
 	ReadRange(ctx context.Context, in *ReadRangeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReadRangeResponse], error)
 	// Stat returns an object's size and version and, for Parquet objects, the
@@ -124,7 +125,8 @@ type CacheServiceServer interface {
 	// NOT_FOUND (no such object), FAILED_PRECONDITION (expected_version given and
 	// the object changed), OUT_OF_RANGE (offset past the end), UNAVAILABLE
 	// (origin unreachable), PERMISSION_DENIED (a file:// URI outside the root),
-	// DATA_LOSS (bytes already sent came from a peer that then named another
+	// UNIMPLEMENTED (the origin stores the object without an ETag, so it cannot
+	// be cached; the message says so), DATA_LOSS (bytes already sent came from a peer that then named another
 	// version: discard them, do not complete the read elsewhere).
 	ReadRange(*ReadRangeRequest, grpc.ServerStreamingServer[ReadRangeResponse]) error
 	// Stat returns an object's size and version and, for Parquet objects, the
