@@ -102,6 +102,11 @@ func TestHelpAndFlagsExitCodes(t *testing.T) {
 		call{args: []string{"nope"}, code: 2, stderr: `unknown command "nope"`},
 		// It printed the top-level usage on stdout and exited 0.
 		call{args: []string{"help", "nope"}, code: 2, stderr: `unknown command "nope"`},
+		// Help about help is the top-level usage (a review found these
+		// taken for unknown commands).
+		call{args: []string{"help", "--help"}, stdout: "Usage: locusctl <command>"},
+		call{args: []string{"help", "-h"}, stdout: "Usage: locusctl <command>"},
+		call{args: []string{"help", "help"}, stdout: "Usage: locusctl <command>"},
 		call{args: nil, code: 2, stderr: "Usage: locusctl <command>"},
 	)
 	for _, c := range calls {

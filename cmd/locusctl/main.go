@@ -49,7 +49,7 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 2 && args[0] == "help" {
+	if len(args) == 2 && args[0] == "help" && !isHelpWord(args[1]) {
 		if _, ok := commands[args[1]]; !ok {
 			fmt.Fprintf(stderr, "locusctl: no help for unknown command %q\n\n", args[1])
 			usage(stderr)
@@ -62,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+	if isHelpWord(args[0]) {
 		// A help request: the usage on stdout ("locusctl --help | less"), exit 0.
 		usage(stdout)
 		return 0
@@ -107,4 +107,10 @@ func usage(w io.Writer) {
 // usageErrorf returns an error wrapping errUsage.
 func usageErrorf(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+}
+
+// isHelpWord reports whether a is a request for the top-level usage: "help"
+// or a help flag ("locusctl help --help" asks for it too).
+func isHelpWord(a string) bool {
+	return a == "help" || a == "-h" || a == "-help" || a == "--help"
 }

@@ -23,8 +23,8 @@ type PlaceRequest struct {
 }
 
 // Placement answers a placement: the task holds one slot on Node until it
-// completes. In a batch answer a task that was not placed has only Task and
-// Error set.
+// completes. In a batch answer a task that was not placed has only Task,
+// WaitedMS and Error set.
 //
 // "rack" is always encoded, "" when the node has none: DESIGN's answer
 // lists the field (an answer without it, from an older scheduler, decodes
