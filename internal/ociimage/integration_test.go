@@ -13,15 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// TestLocusImage builds the real image as scripts/build-image.sh does
-// (static binaries, then WriteLocus), reads the daemons back out of the
-// archive and runs them: each prints its version and exits 0, and
-// neither asks for a dynamic loader the image does not have.
-func TestLocusImage(t *testing.T) {
+// buildLocusImage builds both daemons (static, for the host's
+// architecture) and writes their image with WriteLocus, as
+// scripts/build-image.sh does. It skips the test where that cannot run.
+func buildLocusImage(t *testing.T) (archive string, tag name.Tag, digest v1.Hash) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds both daemons; skipped under -short")
 	}
@@ -40,7 +41,6 @@ func TestLocusImage(t *testing.T) {
 			t.Fatalf("go build %s: %v\n%s", cmd, err, out)
 		}
 	}
-
 	tag, err := ParseTag("ghcr.io/locuscache/locus:0.0.0-test")
 	if err != nil {
 		t.Fatal(err)
@@ -53,12 +53,21 @@ func TestLocusImage(t *testing.T) {
 		Revision:  "test",
 		Created:   time.Unix(1796095258, 0),
 	}
-	archive := filepath.Join(t.TempDir(), "locus.tar")
+	archive = filepath.Join(t.TempDir(), "locus.tar")
 	var log bytes.Buffer
-	digest, err := WriteLocus(l, tag, archive, "", &log)
+	digest, err = WriteLocus(l, tag, archive, "", &log)
 	if err != nil {
 		t.Fatalf("WriteLocus: %v\n%s", err, log.String())
 	}
+	return archive, tag, digest
+}
+
+// TestLocusImage builds the real image as scripts/build-image.sh does
+// (static binaries, then WriteLocus), reads the daemons back out of the
+// archive and runs them: each prints its version and exits 0, and
+// neither asks for a dynamic loader the image does not have.
+func TestLocusImage(t *testing.T) {
+	archive, tag, digest := buildLocusImage(t)
 
 	img, err := tarball.ImageFromPath(archive, &tag)
 	if err != nil {
