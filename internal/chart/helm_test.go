@@ -239,6 +239,41 @@ func TestBadValuesRefused(t *testing.T) {
 	}
 }
 
+// TestObjectNamesAreLabels: Service names must be DNS-1035 labels, but
+// Helm accepts release names with dots, and the overrides take anything.
+// Was: "helm install lake.prod" rendered Services named
+// lake.prod-locus-..., which the API server refuses mid-install. Now such
+// names fail rendering with what to change; valid ones render.
+func TestObjectNamesAreLabels(t *testing.T) {
+	bin := findHelm(t)
+	for _, tc := range []struct {
+		release string
+		set     []string
+		ok      bool
+	}{
+		{"lake-prod", nil, true},
+		{"locus", []string{"fullnameOverride=cache"}, true},
+		{"lake.prod", nil, false},
+		{"locus", []string{"fullnameOverride=Locus"}, false},
+		{"locus", []string{"fullnameOverride=9lives"}, false},
+		{"lake", []string{"nameOverride=lo.cus"}, false},
+	} {
+		args := []string{"template", tc.release, "."}
+		for _, s := range tc.set {
+			args = append(args, "--set", s)
+		}
+		out, err := helm(t, bin, args...)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("release %s %v: %v\n%s", tc.release, tc.set, err, out)
+		case !tc.ok && err == nil:
+			t.Errorf("release %s %v: rendered; want a failure naming the DNS-1035 label rule", tc.release, tc.set)
+		case !tc.ok && !strings.Contains(out, "is not a DNS-1035 label"):
+			t.Errorf("release %s %v: error does not name the rule:\n%s", tc.release, tc.set, out)
+		}
+	}
+}
+
 // TestVolumeSizedFromCacheSize: without persistence.size, the claim is
 // --cache-size plus the headroom, rounded up to a MiB.
 func TestVolumeSizedFromCacheSize(t *testing.T) {

@@ -110,6 +110,10 @@ Secret names and mount paths.
 
 {{/* Validation shared by the templates: fails rendering with what to change. */}}
 {{- define "locus.validate" -}}
+{{- $full := include "locus.fullname" . -}}
+{{- if not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $full) -}}
+{{- fail (printf "the objects' name prefix %q (from the release name %q, nameOverride or fullnameOverride) is not a DNS-1035 label, which Service names must be: use lowercase letters, digits and '-', starting with a letter (no dots). Choose another release name or set fullnameOverride" $full .Release.Name) -}}
+{{- end -}}
 {{- if and .Values.gossipKey.enabled (not .Values.gossipKey.key) (not .Values.gossipKey.existingSecret) -}}
 {{- fail "gossipKey.enabled is true but neither gossipKey.key nor gossipKey.existingSecret is set: give the key (16, 24 or 32 bytes, raw or base64) or the name of a Secret holding it" -}}
 {{- end -}}
