@@ -223,6 +223,8 @@ func TestBadValuesRefused(t *testing.T) {
 		{[]string{"scheduler.shutdownTimeout=1m"}, "Raise scheduler.terminationGracePeriodSeconds above 60"},
 		{[]string{"cachenode.drainTimeout=soon"}, "give a duration such as 45s"},
 		{[]string{"ipFamily=v6"}, "want IPv4 or IPv6"},
+		// Non-forwarding followers are never ready: updates and drains hang.
+		{[]string{"scheduler.replicas=2", "scheduler.etcd.endpoints={http://etcd:2379}", "scheduler.forwardToLeader=false"}, "Keep forwardToLeader true"},
 	} {
 		args := []string{"template", "locus", "."}
 		for _, s := range tc.set {

@@ -129,6 +129,9 @@ Secret names and mount paths.
 {{- if and (gt (int .Values.scheduler.replicas) 1) (not .Values.scheduler.etcd.endpoints) -}}
 {{- fail (printf "scheduler.replicas is %d but scheduler.etcd.endpoints is empty: standalone schedulers each keep their own state in memory (DESIGN.md), so several would place tasks on the same slots and count them apart. Set scheduler.etcd.endpoints for a highly available scheduler, or scheduler.replicas to 1" (int .Values.scheduler.replicas)) -}}
 {{- end -}}
+{{- if and (gt (int .Values.scheduler.replicas) 1) (eq (toString .Values.scheduler.forwardToLeader) "false") -}}
+{{- fail (printf "scheduler.forwardToLeader is false with scheduler.replicas %d: followers that do not forward report not ready by design, so a rolling update never sees its new pods ready (the old ones stay), helm --wait never returns, and the PodDisruptionBudget, counting the followers as down, blocks every node drain. Keep forwardToLeader true (followers forward placements to the leader), or run one replica" (int .Values.scheduler.replicas)) -}}
+{{- end -}}
 {{- if not (has .Values.ipFamily (list "IPv4" "IPv6")) -}}
 {{- fail (printf "ipFamily is %q: want IPv4 or IPv6 (the family of the pods' IPs)" (toString .Values.ipFamily)) -}}
 {{- end -}}
