@@ -69,6 +69,12 @@ fi
 # The commit stamps the label and, as the file time, makes the image
 # reproducible. Outside a git checkout: no revision, time SOURCE_DATE_EPOCH or 0.
 revision=$(git rev-parse HEAD 2>/dev/null || true)
+# A tree with uncommitted changes is not the commit: say so in the label, as
+# the daemons' --version does (+modified).
+if [ -n "$revision" ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  revision="$revision-dirty"
+  echo "build-image.sh: note: the working tree has uncommitted changes; the revision label is $revision" >&2
+fi
 created=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct HEAD 2>/dev/null || echo 0)}
 # -buildvcs: record the revision for the daemons' --version (daemonmain.Version),
 # overriding a GOFLAGS=-buildvcs=false; not possible outside a git checkout.
@@ -84,7 +90,9 @@ for cmd in cachenode scheduler; do
 done
 
 echo "== mkimage"
-go run ./internal/ociimage/cmd/mkimage \
+# mkimage runs here: build it for this machine, whatever GOOS/GOARCH the
+# caller exported for the daemons.
+env -u GOOS -u GOARCH -u CGO_ENABLED go run ./internal/ociimage/cmd/mkimage \
   -cachenode "$bin/cachenode" -scheduler "$bin/scheduler" -arch "$arch" \
   -tag "$tag" -out "$out" -revision "$revision" -created "$created" \
   ${oci:+-oci-layout "$oci"}

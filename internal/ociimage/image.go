@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // ErrBadSpec is returned (wrapped, naming the problem) by [Build] for a
@@ -59,6 +60,12 @@ type Spec struct {
 	Labels     map[string]string
 	// CreatedBy is recorded in the layer's history entry.
 	CreatedBy string
+	// OCI selects OCI media types for the manifest, config and layer
+	// (for an OCI layout: podman 4's and skopeo's oci: readers resolve a
+	// tag only on an OCI manifest); false selects Docker schema 2, what a
+	// docker archive implies (reading one back, as crane push does,
+	// gives the same manifest and so the same digest).
+	OCI bool
 }
 
 // Build assembles the image Spec describes. It returns an error wrapping
@@ -82,14 +89,19 @@ func Build(s Spec) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	layerType, manifestType, configType := types.DockerLayer, types.DockerManifestSchema2, types.DockerConfigJSON
+	if s.OCI {
+		layerType, manifestType, configType = types.OCILayer, types.OCIManifestSchema1, types.OCIConfigJSON
+	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(gz)), nil
-	})
+	}, tarball.WithMediaType(layerType))
 	if err != nil {
 		return nil, fmt.Errorf("cannot make the image layer: %w", err)
 	}
 
-	img, err := mutate.ConfigFile(empty.Image, &v1.ConfigFile{
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, manifestType), configType)
+	img, err := mutate.ConfigFile(base, &v1.ConfigFile{
 		Architecture: s.Architecture,
 		OS:           s.OS,
 		Created:      v1.Time{Time: created},

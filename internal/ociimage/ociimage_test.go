@@ -237,13 +237,24 @@ func TestParseTag(t *testing.T) {
 	}
 }
 
-// TestWriteOCILayout reads the image back from the layout by its digest.
+// TestWriteOCILayout reads the image back from the layout by its digest;
+// an image with Docker media types is refused (oci: readers could not
+// find it by tag).
 func TestWriteOCILayout(t *testing.T) {
-	img, err := Build(fakeSpec(time.Time{}))
+	spec := fakeSpec(time.Time{})
+	docker, err := Build(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tag, _ := ParseTag("example.com/tool:1")
+	if err := WriteOCILayout(t.TempDir(), tag, docker); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("WriteOCILayout of a Docker-typed image: %v, want ErrBadSpec", err)
+	}
+	spec.OCI = true
+	img, err := Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	if err := WriteOCILayout(dir, tag, img); err != nil {
 		t.Fatal(err)

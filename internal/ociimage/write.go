@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // ParseTag parses an image reference with a tag, such as
@@ -42,10 +43,14 @@ func WriteDockerArchive(file string, tag name.Tag, img v1.Image) error {
 
 // WriteOCILayout writes img into dir as an OCI image layout (oci-layout,
 // index.json, blobs/), its index entry annotated with the tag as
-// org.opencontainers.image.ref.name: `skopeo copy oci:dir:TAG ...` and
-// `crane push dir REF` read it. An existing index.json in dir is
-// replaced.
+// org.opencontainers.image.ref.name: `skopeo copy oci:dir:TAG ...`,
+// `podman pull oci:dir:TAG` and `crane push dir REF` read it. Build img
+// with Spec.OCI: oci: readers of podman 4's generation find a tag only on
+// an OCI manifest. An existing index.json in dir is replaced.
 func WriteOCILayout(dir string, tag name.Tag, img v1.Image) error {
+	if mt, err := img.MediaType(); err != nil || mt != types.OCIManifestSchema1 {
+		return fmt.Errorf("%w: an OCI layout needs an image with OCI media types (Spec.OCI), not %q", ErrBadSpec, mt)
+	}
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		return fmt.Errorf("cannot create the OCI layout %s: %w", dir, err)
@@ -64,8 +69,9 @@ func WriteOCILayout(dir string, tag name.Tag, img v1.Image) error {
 
 // WriteLocus is what scripts/build-image.sh runs (through cmd/mkimage):
 // it builds the image l describes, writes it to the docker archive out
-// and, if ociDir is not empty, to an OCI layout there, printing progress
-// to log. It returns the image digest.
+// and, if ociDir is not empty, to an OCI layout there (the same image
+// with OCI media types), printing progress to log. It returns the docker
+// archive's image digest, the one a registry gets from `crane push`.
 func WriteLocus(l Locus, tag name.Tag, out, ociDir string, log io.Writer) (v1.Hash, error) {
 	spec, err := l.Spec()
 	if err != nil {
@@ -86,8 +92,19 @@ func WriteLocus(l Locus, tag name.Tag, out, ociDir string, log io.Writer) (v1.Ha
 		return v1.Hash{}, err
 	}
 	if ociDir != "" {
-		fmt.Fprintf(log, "writing OCI layout %s\n", ociDir)
-		if err := WriteOCILayout(ociDir, tag, img); err != nil {
+		// The same image with OCI media types (see Spec.OCI): another
+		// manifest, so another digest.
+		spec.OCI = true
+		oimg, err := Build(spec)
+		if err != nil {
+			return v1.Hash{}, err
+		}
+		od, err := oimg.Digest()
+		if err != nil {
+			return v1.Hash{}, fmt.Errorf("cannot compute the OCI image digest: %w", err)
+		}
+		fmt.Fprintf(log, "writing OCI layout %s (OCI media types, digest %s)\n", ociDir, od)
+		if err := WriteOCILayout(ociDir, tag, oimg); err != nil {
 			return v1.Hash{}, err
 		}
 	}

@@ -4,15 +4,22 @@
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/*
+locus.fullname is the prefix of every object's name, at most 42
+characters: the longest name built on it, the cache nodes' StatefulSet
+(prefix + "-cachenode", which must stay within 52 for its pods'
+controller-revision-hash label), then fits whole, and so does every other
+suffix within 63, so no two objects are truncated to one name.
+*/}}
 {{- define "locus.fullname" -}}
 {{- if .Values.fullnameOverride -}}
-{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- .Values.fullnameOverride | trunc 42 | trimSuffix "-" -}}
 {{- else -}}
 {{- $name := default .Chart.Name .Values.nameOverride -}}
 {{- if contains $name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- .Release.Name | trunc 42 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 42 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -110,6 +117,7 @@ Secret names and mount paths.
 
 {{/* Validation shared by the templates: fails rendering with what to change. */}}
 {{- define "locus.validate" -}}
+{{- include "locus.validateForward" . -}}
 {{- $full := include "locus.fullname" . -}}
 {{- if not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $full) -}}
 {{- fail (printf "the objects' name prefix %q (from the release name %q, nameOverride or fullnameOverride) is not a DNS-1035 label, which Service names must be: use lowercase letters, digits and '-', starting with a letter (no dots). Choose another release name or set fullnameOverride" $full .Release.Name) -}}
@@ -128,9 +136,6 @@ Secret names and mount paths.
 {{- end -}}
 {{- if and (gt (int .Values.scheduler.replicas) 1) (not .Values.scheduler.etcd.endpoints) -}}
 {{- fail (printf "scheduler.replicas is %d but scheduler.etcd.endpoints is empty: standalone schedulers each keep their own state in memory (DESIGN.md), so several would place tasks on the same slots and count them apart. Set scheduler.etcd.endpoints for a highly available scheduler, or scheduler.replicas to 1" (int .Values.scheduler.replicas)) -}}
-{{- end -}}
-{{- if and (gt (int .Values.scheduler.replicas) 1) (eq (toString .Values.scheduler.forwardToLeader) "false") -}}
-{{- fail (printf "scheduler.forwardToLeader is false with scheduler.replicas %d: followers that do not forward report not ready by design, so a rolling update never sees its new pods ready (the old ones stay), helm --wait never returns, and the PodDisruptionBudget, counting the followers as down, blocks every node drain. Keep forwardToLeader true (followers forward placements to the leader), or run one replica" (int .Values.scheduler.replicas)) -}}
 {{- end -}}
 {{- if not (has .Values.ipFamily (list "IPv4" "IPv6")) -}}
 {{- fail (printf "ipFamily is %q: want IPv4 or IPv6 (the family of the pods' IPs)" (toString .Values.ipFamily)) -}}
@@ -294,4 +299,32 @@ httpGet:
   scheme: {{ ternary "HTTPS" "HTTP" (and $ctx.Values.tls.enabled true) }}
 {{- end }}
 {{ toYaml $p }}
+{{- end -}}
+
+{{/*
+locus.validateForward refuses schedulers that would not forward to the
+leader when there are several: followers that do not forward report not
+ready by design, so a rolling update never sees its new pods ready and the
+PodDisruptionBudget, counting them as down, blocks node drains. It judges
+the flag the daemon gets: scheduler.forwardToLeader (unset renders no flag:
+the daemon's default, false), overridden by the last --forward-to-leader in
+scheduler.extraArgs, read as Go's strconv.ParseBool reads it.
+*/}}
+{{- define "locus.validateForward" -}}
+{{- $s := .Values.scheduler -}}
+{{- $v := "false" -}}
+{{- $what := "scheduler.forwardToLeader" -}}
+{{- if and (not (kindIs "invalid" $s.forwardToLeader)) (ne (toString $s.forwardToLeader) "") -}}
+{{- $v = toString $s.forwardToLeader -}}
+{{- end -}}
+{{- range $s.extraArgs -}}
+{{- $a := toString . -}}
+{{- if regexMatch "^--?forward-to-leader(=.*)?$" $a -}}
+{{- $v = ternary (regexReplaceAll "^--?forward-to-leader=" $a "") "true" (contains "=" $a) -}}
+{{- $what = "scheduler.extraArgs (--forward-to-leader)" -}}
+{{- end -}}
+{{- end -}}
+{{- if and (gt (int $s.replicas) 1) (not (has $v (list "1" "t" "T" "TRUE" "true" "True"))) -}}
+{{- fail (printf "%s is %q with scheduler.replicas %d, so the followers would not forward to the leader: they report not ready by design, so a rolling update never sees its new pods ready (the old ones stay), helm --wait never returns, and the PodDisruptionBudget, counting the followers as down, blocks every node drain. Keep forwardToLeader true (followers forward placements to the leader), or run one replica" $what $v (int $s.replicas)) -}}
+{{- end -}}
 {{- end -}}
