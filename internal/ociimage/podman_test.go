@@ -40,20 +40,7 @@ func TestLocusImageUnderPodman(t *testing.T) {
 		t.Skip("runs podman as root")
 	}
 	archive, tag, _ := buildLocusImage(t)
-	conf := filepath.Join(t.TempDir(), "containers.conf")
-	if err := os.WriteFile(conf, []byte("[containers]\ndefault_ulimits = []\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	podman := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "podman", append([]string{"--runtime", "runc"}, args...)...)
-		cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		return out.String(), err
-	}
+	podman := newPodman(t)
 	ref := tag.String()
 	if out, err := podman("load", "-i", archive); err != nil {
 		t.Fatalf("podman load: %v\n%s", err, out)
@@ -130,6 +117,27 @@ func TestLocusImageUnderPodman(t *testing.T) {
 	res.Body.Close()
 	if !strings.Contains(string(metrics), "locus_cache_hits_total 1") {
 		t.Errorf("want one cache hit after two GETs; metrics:\n%s", grepLines(string(metrics), "locus_cache_"))
+	}
+}
+
+// newPodman returns a function that runs podman with args and returns
+// its combined output, with the two settings these VMs need (runc, no
+// default ulimits; see TestLocusImageUnderPodman).
+func newPodman(t *testing.T) func(args ...string) (string, error) {
+	t.Helper()
+	conf := filepath.Join(t.TempDir(), "containers.conf")
+	if err := os.WriteFile(conf, []byte("[containers]\ndefault_ulimits = []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "podman", append([]string{"--runtime", "runc"}, args...)...)
+		cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
 	}
 }
 

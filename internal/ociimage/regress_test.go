@@ -4,8 +4,6 @@ package ociimage
 // each failed before its fix.
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,23 +203,12 @@ func TestOCILayoutReadableByTag(t *testing.T) {
 	if _, err := exec.LookPath("podman"); err != nil || os.Geteuid() != 0 {
 		return
 	}
-	conf := filepath.Join(t.TempDir(), "containers.conf")
-	if err := os.WriteFile(conf, []byte("[containers]\ndefault_ulimits = []\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "podman", "--runtime", "runc", "pull", "-q", "oci:"+dir+":1")
-	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	podman := newPodman(t)
+	out, err := podman("pull", "-q", "oci:"+dir+":1")
 	if cf, cerr := img.ConfigName(); cerr == nil {
-		rmi := exec.Command("podman", "rmi", "-f", cf.Hex)
-		rmi.Env = cmd.Env
-		_ = rmi.Run() // nothing to remove when the pull failed
+		podman("rmi", "-f", cf.Hex) // nothing to remove when the pull failed
 	}
 	if err != nil {
-		t.Errorf("podman pull oci:DIR:1: %v\n%s", err, out.String())
+		t.Errorf("podman pull oci:DIR:1: %v\n%s", err, out)
 	}
 }
