@@ -14,7 +14,7 @@ export PATH="$(go env GOPATH)/bin:$PATH"
 scripts/install-tools.sh
 
 # Packages whose code runs goroutines, locks or sockets: tested with -race.
-race_re='^github.com/locuscache/locus/(pkg/(cache|cache/cachetest|membership|node|node/nodetest|node/daemon|scheduler/schedulertest|scheduler|client|gateway|origin|origin/origintest|parquetx|readpath)|cmd/(cachenode|scheduler|locusctl)|internal/(localcluster|testproc|daemonmain))$'
+race_re='^github.com/locuscache/locus/(pkg/(cache|cache/cachetest|membership|node|node/nodetest|node/daemon|scheduler/schedulertest|scheduler|client|gateway|origin|origin/origintest|parquetx|readpath)|cmd/(cachenode|scheduler|locusctl)|internal/(localcluster|testproc|daemonmain|tlsreload))$'
 
 all=$(go list ./...)
 race=$(echo "$all" | grep -E "$race_re" || true)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/locuscache/locus/internal/daemonmain"
 	"github.com/locuscache/locus/internal/flagenv"
+	"github.com/locuscache/locus/internal/tlsreload"
 	"github.com/locuscache/locus/internal/units"
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/scheduler"
@@ -239,11 +240,11 @@ func buildConfig(o options, log *slog.Logger) (scheduler.Config, error) {
 		cfg.Etcd.Password = pw
 	}
 	var err error
-	if cfg.TLS, cfg.ClientTLS, err = loadTLS(o.tlsCert, o.tlsKey, o.tlsCA); err != nil {
+	if cfg.TLS, cfg.ClientTLS, err = loadTLS(o.tlsCert, o.tlsKey, o.tlsCA, log); err != nil {
 		return cfg, err
 	}
 	if o.etcdCA != "" || o.etcdCert != "" {
-		if cfg.Etcd.TLS, err = etcdTLS(o.etcdCA, o.etcdCert, o.etcdKey); err != nil {
+		if cfg.Etcd.TLS, err = etcdTLS(o.etcdCA, o.etcdCert, o.etcdKey, log); err != nil {
 			return cfg, err
 		}
 	}
@@ -266,20 +267,22 @@ func readSecret(path string) (string, error) {
 
 // loadTLS builds the listeners' TLS config (and the one to dial another
 // scheduler with, when forwarding): with --tls-ca, clients must present a
-// certificate signed by it.
-func loadTLS(certFile, keyFile, caFile string) (server, client *tls.Config, err error) {
+// certificate signed by it. The certificate and key are reloaded when
+// their files change (tlsreload), so a rotated certificate needs no
+// restart; the CA is read once.
+func loadTLS(certFile, keyFile, caFile string, log *slog.Logger) (server, client *tls.Config, err error) {
 	switch {
 	case certFile == "" && keyFile == "" && caFile == "":
 		return nil, nil, nil
 	case certFile == "" || keyFile == "":
 		return nil, nil, errors.New("--tls-cert and --tls-key go together")
 	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	pair, err := tlsreload.Load(certFile, keyFile, log)
 	if err != nil {
 		return nil, nil, fileError{fmt.Errorf("--tls-cert %s / --tls-key %s: %w", certFile, keyFile, err)}
 	}
-	server = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
-	client = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	server = &tls.Config{GetCertificate: pair.GetCertificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+	client = &tls.Config{GetClientCertificate: pair.GetClientCertificate, MinVersion: tls.VersionTLS12}
 	if caFile != "" {
 		pool, err := readPool(caFile)
 		if err != nil {
@@ -291,7 +294,9 @@ func loadTLS(certFile, keyFile, caFile string) (server, client *tls.Config, err 
 	return server, client, nil
 }
 
-func etcdTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+// etcdTLS builds the etcd client's TLS config; its client certificate is
+// reloaded when its files change, as the listeners' is.
+func etcdTLS(caFile, certFile, keyFile string, log *slog.Logger) (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile != "" {
 		pool, err := readPool(caFile)
@@ -301,11 +306,11 @@ func etcdTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 		c.RootCAs = pool
 	}
 	if certFile != "" || keyFile != "" {
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		pair, err := tlsreload.Load(certFile, keyFile, log)
 		if err != nil {
 			return nil, fileError{fmt.Errorf("--etcd-tls-cert / --etcd-tls-key: %w", err)}
 		}
-		c.Certificates = []tls.Certificate{cert}
+		c.GetClientCertificate = pair.GetClientCertificate
 	}
 	return c, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
@@ -111,6 +112,29 @@ func TestTLSAndToken(t *testing.T) {
 		}
 		if out, err := exec.Command(probe, "-addr="+p.GRPCAddr, "-tls", "-tls-ca-cert="+files.CAFile).CombinedOutput(); err == nil {
 			t.Errorf("grpc-health-probe without a client certificate succeeded: %s", out)
+		}
+	}
+
+	// Rotation: the certificate files are replaced (same CA); without a
+	// restart both listeners serve the new one within tlsreload's check
+	// interval (was: the first certificate until it expired).
+	renewed := files.Renew(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for _, addr := range []string{p.HTTPAddr, p.GRPCAddr} {
+		for {
+			conn, err := tls.Dial("tcp", addr, files.ClientConfig())
+			if err != nil {
+				t.Fatalf("TLS dial %s after rotation: %v", addr, err)
+			}
+			got := conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+			conn.Close()
+			if got == renewed {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s serves serial %d 30 s after the files were replaced, want %d", addr, got, renewed)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	}
 }

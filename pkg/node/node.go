@@ -95,7 +95,7 @@ func New(cfg Config) (_ *Node, err error) {
 		}
 	}()
 	n.metrics = newMetrics()
-	if n.tls, err = loadTLS(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCAFile); err != nil {
+	if n.tls, err = loadTLS(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCAFile, n.log); err != nil {
 		return nil, err
 	}
 	n.stats, err = origin.NewStatCache(countingStore{Store: cfg.Origin, m: n.metrics}, origin.StatCacheConfig{TTL: cfg.StatTTL})

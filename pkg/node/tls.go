@@ -4,7 +4,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"log/slog"
 	"os"
+
+	"github.com/locuscache/locus/internal/tlsreload"
 )
 
 // tlsSetup holds the TLS configurations built from --tls-cert, --tls-key
@@ -19,17 +22,22 @@ type tlsSetup struct {
 // With a CA as well, the servers require client certificates signed by it
 // (mTLS), peers must present server certificates signed by it, and the node
 // presents its own certificate when it dials. Errors wrap ErrTLS.
-func loadTLS(certFile, keyFile, caFile string) (*tlsSetup, error) {
+//
+// The certificate and key are reloaded when their files change
+// (tlsreload: checked at most every 10 s by a handshake), so a rotated
+// certificate (cert-manager, a Kubernetes Secret updated in place) is
+// served and presented without a restart; the CA is read once.
+func loadTLS(certFile, keyFile, caFile string, log *slog.Logger) (*tlsSetup, error) {
 	if certFile == "" {
 		return nil, nil
 	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	pair, err := tlsreload.Load(certFile, keyFile, log)
 	if err != nil {
-		return nil, fmt.Errorf("%w: certificate %s and key %s: %v", ErrTLS, certFile, keyFile, err)
+		return nil, fmt.Errorf("%w: %v", ErrTLS, err)
 	}
 	s := &tlsSetup{
-		server: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		client: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		server: &tls.Config{GetCertificate: pair.GetCertificate, MinVersion: tls.VersionTLS12},
+		client: &tls.Config{GetClientCertificate: pair.GetClientCertificate, MinVersion: tls.VersionTLS12},
 	}
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)

@@ -117,3 +117,56 @@ func TestTLSWithoutClientAuth(t *testing.T) {
 		t.Fatal("plaintext client accepted by a TLS server")
 	}
 }
+
+// TestCertificateRotation: the node's certificate files are replaced (a
+// new certificate from the same CA, as cert-manager renews one and
+// Kubernetes rewrites the mounted Secret). Without a restart, new
+// connections to the gRPC and HTTP listeners are served the new
+// certificate within tlsreload's check interval, and clients with the
+// renewed certificate get through the mTLS listeners.
+//
+// Was: the pair was read once at start, so a node served its first
+// certificate until it expired, and then every handshake failed.
+func TestCertificateRotation(t *testing.T) {
+	files := nodetest.NewTLS(t)
+	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: origintest.NewMemStore(), TLS: files, MTLS: true})
+	n := c.Nodes[0]
+	served := func(addr string) int64 {
+		t.Helper()
+		conn, err := tls.Dial("tcp", addr, files.ClientConfig())
+		if err != nil {
+			t.Fatalf("TLS dial %s: %v", addr, err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+	}
+	first := files.Cert.Leaf.SerialNumber.Int64()
+	for _, addr := range []string{n.GRPCAddr(), n.HTTPAddr()} {
+		if got := served(addr); got != first {
+			t.Fatalf("%s serves serial %d, want %d", addr, got, first)
+		}
+	}
+	renewed := files.Renew(t)
+	deadline := time.Now().Add(30 * time.Second) // the check interval is 10 s
+	for _, addr := range []string{n.GRPCAddr(), n.HTTPAddr()} {
+		for served(addr) != renewed {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still serves serial %d 30 s after the files were replaced, want %d", addr, first, renewed)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	// A client with the new certificate reads through gRPC.
+	cl := dialWith(t, n.GRPCAddr(), credentials.NewTLS(files.ClientConfig()))
+	if err := ping(cl); err != nil {
+		t.Fatalf("ping with the renewed client certificate: %v", err)
+	}
+	res, err := (&http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: files.ClientConfig()}}).Get("https://" + n.HTTPAddr() + "/healthz")
+	if err != nil {
+		t.Fatalf("HTTPS after rotation: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("HTTPS /healthz after rotation: %d", res.StatusCode)
+	}
+}

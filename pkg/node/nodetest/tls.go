@@ -23,6 +23,10 @@ type TLSFiles struct {
 	CAFile, CertFile, KeyFile string
 	CA                        *x509.CertPool
 	Cert                      tls.Certificate
+
+	caKey  *ecdsa.PrivateKey
+	caCert *x509.Certificate
+	serial int64 // of the last certificate issued
 }
 
 // NewTLS writes a new CA and certificate into a temporary directory. Two
@@ -52,12 +56,37 @@ func NewTLS(t testing.TB) *TLSFiles {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f := &TLSFiles{
+		CAFile:   filepath.Join(dir, "ca.pem"),
+		CertFile: filepath.Join(dir, "node.pem"),
+		KeyFile:  filepath.Join(dir, "node-key.pem"),
+		CA:       x509.NewCertPool(),
+		caKey:    caKey,
+		caCert:   caCert,
+		serial:   1,
+	}
+	f.CA.AddCert(caCert)
+	if err := os.WriteFile(f.CAFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.Renew(t)
+	return f
+}
+
+// Renew issues a new certificate (a new key, the next serial number) from
+// the same CA and replaces CertFile and KeyFile with it, each written
+// aside and renamed over the old file, as Kubernetes updates a mounted
+// Secret. It returns the new certificate's serial number.
+func (f *TLSFiles) Renew(t testing.TB) int64 {
+	t.Helper()
+	now := time.Now()
+	f.serial++
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
+		SerialNumber: big.NewInt(f.serial),
 		Subject:      pkix.Name{CommonName: "locus test node"},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(24 * time.Hour),
@@ -69,7 +98,7 @@ func NewTLS(t testing.TB) *TLSFiles {
 	for i := 1; i < 255; i++ {
 		tmpl.IPAddresses = append(tmpl.IPAddresses, net.IPv4(127, 0, 0, byte(i)))
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, f.caCert, &key.PublicKey, f.caKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,25 +106,20 @@ func NewTLS(t testing.TB) *TLSFiles {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &TLSFiles{
-		CAFile:   filepath.Join(dir, "ca.pem"),
-		CertFile: filepath.Join(dir, "node.pem"),
-		KeyFile:  filepath.Join(dir, "node-key.pem"),
-		CA:       x509.NewCertPool(),
-	}
-	f.CA.AddCert(caCert)
 	write := func(path, typ string, b []byte) {
-		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
+		if err := os.WriteFile(path+".new", pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".new", path); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write(f.CAFile, "CERTIFICATE", caDER)
-	write(f.CertFile, "CERTIFICATE", der)
 	write(f.KeyFile, "EC PRIVATE KEY", keyDER)
+	write(f.CertFile, "CERTIFICATE", der)
 	if f.Cert, err = tls.LoadX509KeyPair(f.CertFile, f.KeyFile); err != nil {
 		t.Fatal(err)
 	}
-	return f
+	return f.serial
 }
 
 // ClientConfig returns a client TLS configuration that trusts the CA and

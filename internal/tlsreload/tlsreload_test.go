@@ -1,0 +1,307 @@
+package tlsreload
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// issuer is a throwaway CA that signs leaf certificates for 127.0.0.1.
+type issuer struct {
+	key  *ecdsa.PrivateKey
+	cert *x509.Certificate
+	pool *x509.CertPool
+}
+
+func newIssuer(t *testing.T) *issuer {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tlsreload test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &issuer{key: key, cert: cert, pool: pool}
+}
+
+// leaf returns the PEM certificate and key of a new leaf with serial and
+// expiry notAfter.
+func (is *issuer) leaf(t *testing.T, serial int64, notAfter time.Time) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "node"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, is.cert, &key.PublicKey, is.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+// replace writes data to path as Kubernetes updates a mounted Secret: a
+// new file renamed over the old one.
+func replace(t *testing.T, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type files struct{ cert, key string }
+
+func writePair(t *testing.T, dir string, c, k []byte) files {
+	f := files{filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")}
+	replace(t, f.cert, c)
+	replace(t, f.key, k)
+	return f
+}
+
+func serial(c *tls.Certificate) int64 { return c.Leaf.SerialNumber.Int64() }
+
+// fakeClock is a clock a test moves by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// TestReloadsChangedFiles: a new pair is served once the check interval
+// has passed, not before; a pair that does not load (garbage, or a key
+// that does not match its certificate, as between the two writes of a
+// rotation) keeps the old one, and the next good pair is taken.
+func TestReloadsChangedFiles(t *testing.T) {
+	is := newIssuer(t)
+	dir := t.TempDir()
+	exp := time.Now().Add(20 * 24 * time.Hour)
+	c2, k2 := is.leaf(t, 2, exp)
+	f := writePair(t, dir, c2, k2)
+	clock := &fakeClock{t: time.Now()}
+	var logs bytes.Buffer
+	p, err := Load(f.cert, f.key, slog.New(slog.NewTextHandler(&logs, nil)), WithClock(clock.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := serial(p.Certificate()); got != 2 {
+		t.Fatalf("serial %d, want 2", got)
+	}
+
+	c3, k3 := is.leaf(t, 3, exp)
+	writePair(t, dir, c3, k3)
+	if got := serial(p.Certificate()); got != 2 {
+		t.Errorf("serial %d before the check interval passed, want 2 (no stat on every handshake)", got)
+	}
+	clock.add(DefaultInterval)
+	if got := serial(p.Certificate()); got != 3 {
+		t.Fatalf("serial %d after the files changed and the interval passed, want 3", got)
+	}
+	if !strings.Contains(logs.String(), "TLS certificate reloaded") {
+		t.Errorf("no reload logged:\n%s", logs.String())
+	}
+
+	steps := []struct {
+		name       string
+		cert, key  []byte
+		wantSerial int64
+	}{
+		{"garbage certificate", []byte("not a certificate"), k3, 3},
+		{"certificate 4 with key 3", nil, k3, 3},
+		{"certificate 4 with its key", nil, nil, 4},
+	}
+	c4, k4 := is.leaf(t, 4, exp)
+	steps[1].cert, steps[2].cert, steps[2].key = c4, c4, k4
+	for _, s := range steps {
+		writePair(t, dir, s.cert, s.key)
+		clock.add(DefaultInterval)
+		if got := serial(p.Certificate()); got != s.wantSerial {
+			t.Errorf("%s: serial %d, want %d", s.name, got, s.wantSerial)
+		}
+	}
+	if !strings.Contains(logs.String(), "do not load") {
+		t.Errorf("the failed reloads were not logged:\n%s", logs.String())
+	}
+
+	// Files gone (a Secret deleted): the loaded pair stays.
+	os.Remove(f.cert)
+	clock.add(DefaultInterval)
+	if got := serial(p.Certificate()); got != 4 {
+		t.Errorf("after the files were removed: serial %d, want 4", got)
+	}
+}
+
+// TestLoadErrors: a missing or bad pair at start is an error naming the
+// file, as the daemons report it before serving.
+func TestLoadErrors(t *testing.T) {
+	is := newIssuer(t)
+	dir := t.TempDir()
+	c, k := is.leaf(t, 2, time.Now().Add(time.Hour))
+	_, k9 := is.leaf(t, 9, time.Now().Add(time.Hour))
+	for _, tc := range []struct {
+		name       string
+		cert, key  []byte
+		wantInText string
+	}{
+		{"mismatched key", c, k9, "tls.crt"},
+		{"garbage", []byte("x"), k, "tls.crt"},
+	} {
+		f := writePair(t, dir, tc.cert, tc.key)
+		if _, err := Load(f.cert, f.key, nil); err == nil || !strings.Contains(err.Error(), tc.wantInText) {
+			t.Errorf("%s: Load: %v, want an error naming %s", tc.name, err, tc.wantInText)
+		}
+	}
+	if _, err := Load(filepath.Join(dir, "none.crt"), filepath.Join(dir, "none.key"), nil); err == nil || !strings.Contains(err.Error(), "none.crt") {
+		t.Errorf("missing files: Load: %v, want an error naming none.crt", err)
+	}
+}
+
+// TestExpiryWarning: a certificate that expires within ExpiryWarning is
+// logged at Warn when loaded.
+func TestExpiryWarning(t *testing.T) {
+	is := newIssuer(t)
+	for _, tc := range []struct {
+		left time.Duration
+		warn bool
+	}{{30 * 24 * time.Hour, false}, {2 * 24 * time.Hour, true}} {
+		c, k := is.leaf(t, 2, time.Now().Add(tc.left))
+		f := writePair(t, t.TempDir(), c, k)
+		var logs bytes.Buffer
+		if _, err := Load(f.cert, f.key, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(logs.String(), "expires soon"); got != tc.warn {
+			t.Errorf("%v left: warned %v, want %v:\n%s", tc.left, got, tc.warn, logs.String())
+		}
+	}
+}
+
+// TestHandshakesSeeRotation: a real TLS server and client on loopback,
+// each with a Pair. After the server's files are replaced, the next
+// connection is served the new certificate, and the client presents its
+// new one to the mTLS server; connections never fail in between, with
+// handshakes running concurrently with the rotation (-race).
+func TestHandshakesSeeRotation(t *testing.T) {
+	is := newIssuer(t)
+	exp := time.Now().Add(20 * 24 * time.Hour)
+	sc, sk := is.leaf(t, 10, exp)
+	srvFiles := writePair(t, t.TempDir(), sc, sk)
+	cc, ck := is.leaf(t, 20, exp)
+	cliFiles := writePair(t, t.TempDir(), cc, ck)
+	srv, err := Load(srvFiles.cert, srvFiles.key, nil, WithInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := Load(cliFiles.cert, cliFiles.key, nil, WithInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+		GetCertificate: srv.GetCertificate, ClientCAs: is.pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	clientSerials := make(chan int64, 64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				tc := c.(*tls.Conn)
+				if err := tc.Handshake(); err != nil {
+					clientSerials <- -1
+					return
+				}
+				clientSerials <- tc.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+			}()
+		}
+	}()
+	dial := func() (server, client int64) {
+		t.Helper()
+		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{
+			RootCAs: is.pool, GetClientCertificate: cli.GetClientCertificate, MinVersion: tls.VersionTLS12,
+		})
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		defer c.Close()
+		server = c.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+		return server, <-clientSerials
+	}
+	if s, c := dial(); s != 10 || c != 20 {
+		t.Fatalf("before rotation: server %d client %d, want 10 and 20", s, c)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() { // handshakes during the rotation
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				srv.Certificate()
+				cli.Certificate()
+			}
+		}
+	}()
+	sc2, sk2 := is.leaf(t, 11, exp)
+	writePair(t, filepath.Dir(srvFiles.cert), sc2, sk2)
+	cc2, ck2 := is.leaf(t, 21, exp)
+	writePair(t, filepath.Dir(cliFiles.cert), cc2, ck2)
+	close(stop)
+	wg.Wait()
+	if s, c := dial(); s != 11 || c != 21 {
+		t.Fatalf("after rotation: server %d client %d, want 11 and 21", s, c)
+	}
+}
