@@ -56,4 +56,8 @@ func TestNoVersionStatus(t *testing.T) {
 	if got := gatewayCode(501, err); got != codes.Unimplemented.String() {
 		t.Errorf("gatewayCode(501, %v) = %s, want Unimplemented", err, got)
 	}
+	// It was "error" in locus_origin_requests_total, as a store failure.
+	if got := originStatus(err); got != "no_version" {
+		t.Errorf("originStatus(%v) = %q, want no_version", err, got)
+	}
 }

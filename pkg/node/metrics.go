@@ -71,7 +71,7 @@ func newMetrics() *metrics {
 		}, []string{"kind", "code"}),
 		originRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "locus_origin_requests_total",
-			Help: "Calls to the origin store, by operation (stat, read, list) and status (ok, not_found, version_changed, access_denied, unavailable, timeout, canceled, error).",
+			Help: "Calls to the origin store, by operation (stat, read, list) and status (ok, not_found, version_changed, no_version, access_denied, unavailable, timeout, canceled, error).",
 		}, []string{"op", "status"}),
 		originAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "locus_origin_http_attempts_total",
@@ -195,6 +195,8 @@ func originStatus(err error) string {
 		return "not_found"
 	case errors.Is(err, origin.ErrVersionChanged):
 		return "version_changed"
+	case errors.Is(err, origin.ErrNoVersion):
+		return "no_version" // an object without an ETag: refused, not a failure of the store
 	case errors.Is(err, origin.ErrAccessDenied), errors.Is(err, origin.ErrOutsideRoot):
 		return "access_denied"
 	case errors.Is(err, origin.ErrUnavailable):
