@@ -15,7 +15,6 @@ import (
 
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/membership/membershiptest"
-	"github.com/locuscache/locus/pkg/ring"
 )
 
 func ctxTimeout(t *testing.T, d time.Duration) context.Context {
@@ -33,19 +32,6 @@ func cacheNodes(ids ...string) []membership.NodeMeta {
 	return out
 }
 
-func viewOf(t *testing.T, metas ...membership.NodeMeta) *membership.View {
-	t.Helper()
-	ms := make([]membership.Member, len(metas))
-	for i, m := range metas {
-		ms[i] = membership.Member{NodeMeta: m}
-	}
-	v, err := membership.NewView(ms, ring.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 // start is membershiptest.StartConfigs without the convergence wait, for
 // tests that expect a join to fail.
 func start(t *testing.T, cfg membership.Config) *membership.Membership {
@@ -61,7 +47,7 @@ func start(t *testing.T, cfg membership.Config) *membership.Membership {
 func TestConvergeOnOneEpochAndRing(t *testing.T) {
 	metas := cacheNodes("a", "b", "c", "d", "e")
 	ms := membershiptest.Start(t, metas...)
-	want := viewOf(t, metas...).Epoch
+	want := membershiptest.View(t, metas...).Epoch
 	for _, m := range ms {
 		v := m.View()
 		if v.Epoch != want {
@@ -125,7 +111,7 @@ func TestLeaveIsSeenAtOnce(t *testing.T) {
 	if err := ms[2].Leave(ctxTimeout(t, 10*time.Second)); err != nil {
 		t.Fatalf("Leave: %v", err)
 	}
-	want := viewOf(t, cacheNodes("a", "b")...).Epoch
+	want := membershiptest.View(t, cacheNodes("a", "b")...).Epoch
 	// The bound is loose for a loaded CI box; the log shows the real time
 	// (tens of milliseconds, against a second or more for a crash).
 	for _, m := range ms[:2] {
@@ -146,7 +132,7 @@ func TestCrashIsDetected(t *testing.T) {
 	ms := membershiptest.Start(t, cacheNodes("a", "b", "c", "d")...)
 	began := time.Now()
 	_ = ms[3].Shutdown() // no goodbye: like a crash
-	want := viewOf(t, cacheNodes("a", "b", "c")...).Epoch
+	want := membershiptest.View(t, cacheNodes("a", "b", "c")...).Epoch
 	for _, m := range ms[:3] {
 		if _, err := m.WaitFor(ctxTimeout(t, 5*time.Second), func(v *membership.View) bool { return v.Epoch == want }); err != nil {
 			t.Fatalf("%s still lists d 5 s after it stopped: %s", m.LocalMeta().ID, membershiptest.Describe(m.View()))
@@ -200,7 +186,7 @@ func TestDrainingKeepsOwnershipButIsNotPlaceable(t *testing.T) {
 func TestObserverHasNoOwnership(t *testing.T) {
 	metas := append(cacheNodes("a", "b", "c"), membershiptest.Observer("sched"))
 	ms := membershiptest.Start(t, metas...)
-	want := viewOf(t, metas[:3]...).Epoch
+	want := membershiptest.View(t, metas[:3]...).Epoch
 	for _, m := range ms {
 		v := m.View()
 		if v.Epoch != want {

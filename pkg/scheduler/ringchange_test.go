@@ -22,20 +22,6 @@ func ownerOnlyNode(id, rack string, slots int) membership.NodeMeta {
 	return m
 }
 
-// ringOf is the View (ring and epoch) the gossip builds for metas.
-func ringOf(t *testing.T, metas ...membership.NodeMeta) *membership.View {
-	t.Helper()
-	ms := make([]membership.Member, len(metas))
-	for i, m := range metas {
-		ms[i] = membership.Member{NodeMeta: m}
-	}
-	v, err := membership.NewView(ms, ring.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 // waitQueued polls GET /v1/ring until node has n queued tasks waiting for it.
 func waitQueued(t *testing.T, c *schedulertest.Client, node string, n int) {
 	t.Helper()
@@ -108,7 +94,7 @@ func TestQueuedTaskFollowsJoin(t *testing.T) {
 	waitRing(t, c, 1, 5*time.Second)
 	ctx := context.Background()
 
-	after := ringOf(t, n1, n2)
+	after := membershiptest.View(t, n1, n2)
 	uri := ownedBy(t, after, "n2", 1)[0]
 	busy, err := c.Place(ctx, schedapi.PlaceRequest{Job: "j", Task: "busy", Split: split("s3://bucket/busy"), WaitMS: -1})
 	if err != nil || busy.Node != "n1" {
@@ -142,7 +128,7 @@ func TestQueuedTaskFollowsJoin(t *testing.T) {
 // old owner is gone and take n3's free slot in the dead owner's rack.
 func TestQueuedTaskFollowsDeadOwner(t *testing.T) {
 	n1, n2, n3 := ownerOnlyNode("n1", "r1", 1), ownerOnlyNode("n2", "r2", 1), ownerOnlyNode("n3", "r1", 1)
-	before, after := ringOf(t, n1, n2, n3), ringOf(t, n2, n3)
+	before, after := membershiptest.View(t, n1, n2, n3), membershiptest.View(t, n2, n3)
 	var uri string
 	for _, u := range ownedBy(t, before, "n1", 200) {
 		key, err := ring.PlacementKey(u, 0, 1<<20, membership.DefaultBlockSize)
@@ -287,7 +273,7 @@ func TestQueuedTaskUsesAppliedRing(t *testing.T) {
 // free slot): the joining n2 takes over its block and runs it DATA_LOCAL.
 func TestQueuedBatchTaskFollowsJoin(t *testing.T) {
 	n1, n2, n3 := ownerOnlyNode("n1", "r1", 1), ownerOnlyNode("n2", "r2", 1), ownerOnlyNode("n3", "r3", 1)
-	before, after := ringOf(t, n1, n3), ringOf(t, n1, n2, n3)
+	before, after := membershiptest.View(t, n1, n3), membershiptest.View(t, n1, n2, n3)
 	var uri string
 	for _, u := range ownedBy(t, after, "n2", 200) {
 		key, err := ring.PlacementKey(u, 0, 1<<20, membership.DefaultBlockSize)

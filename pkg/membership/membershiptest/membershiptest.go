@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/locuscache/locus/pkg/membership"
+	"github.com/locuscache/locus/pkg/ring"
 )
 
 // CacheNode returns valid metadata for a cache node with the given id: rack
@@ -152,6 +153,21 @@ func converged(ms []*membership.Membership, want map[string]bool) (uint64, bool)
 		}
 	}
 	return epoch, true
+}
+
+// View is the View (ring and epoch) that members announcing metas
+// compute, built without gossip (membership.NewView, default ring).
+func View(t testing.TB, metas ...membership.NodeMeta) *membership.View {
+	t.Helper()
+	ms := make([]membership.Member, len(metas))
+	for i, m := range metas {
+		ms[i] = membership.Member{NodeMeta: m}
+	}
+	v, err := membership.NewView(ms, ring.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // Describe renders a View for failure messages: epoch, generation and the
