@@ -2,78 +2,17 @@ package tlsreload
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"log/slog"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/locuscache/locus/internal/testcert"
 )
-
-// issuer is a throwaway CA that signs leaf certificates for 127.0.0.1.
-type issuer struct {
-	key  *ecdsa.PrivateKey
-	cert *x509.Certificate
-	pool *x509.CertPool
-}
-
-func newIssuer(t *testing.T) *issuer {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tlsreload test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &issuer{key: key, cert: cert, pool: pool}
-}
-
-// leaf returns the PEM certificate and key of a new leaf with serial and
-// expiry notAfter.
-func (is *issuer) leaf(t *testing.T, serial int64, notAfter time.Time) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "node"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, is.cert, &key.PublicKey, is.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
 
 // replace writes data to path as Kubernetes updates a mounted Secret: a
 // new file renamed over the old one.
@@ -117,10 +56,10 @@ func (c *fakeClock) add(d time.Duration) {
 // that does not match its certificate, as between the two writes of a
 // rotation) keeps the old one, and the next good pair is taken.
 func TestReloadsChangedFiles(t *testing.T) {
-	is := newIssuer(t)
+	is := testcert.NewCA(t)
 	dir := t.TempDir()
 	exp := time.Now().Add(20 * 24 * time.Hour)
-	c2, k2 := is.leaf(t, 2, exp)
+	c2, k2 := is.Leaf(t, 2, exp)
 	f := writePair(t, dir, c2, k2)
 	clock := &fakeClock{t: time.Now()}
 	var logs bytes.Buffer
@@ -132,7 +71,7 @@ func TestReloadsChangedFiles(t *testing.T) {
 		t.Fatalf("serial %d, want 2", got)
 	}
 
-	c3, k3 := is.leaf(t, 3, exp)
+	c3, k3 := is.Leaf(t, 3, exp)
 	writePair(t, dir, c3, k3)
 	if got := serial(p.Certificate()); got != 2 {
 		t.Errorf("serial %d before the check interval passed, want 2 (no stat on every handshake)", got)
@@ -154,7 +93,7 @@ func TestReloadsChangedFiles(t *testing.T) {
 		{"certificate 4 with key 3", nil, k3, 3},
 		{"certificate 4 with its key", nil, nil, 4},
 	}
-	c4, k4 := is.leaf(t, 4, exp)
+	c4, k4 := is.Leaf(t, 4, exp)
 	steps[1].cert, steps[2].cert, steps[2].key = c4, c4, k4
 	for _, s := range steps {
 		writePair(t, dir, s.cert, s.key)
@@ -178,10 +117,10 @@ func TestReloadsChangedFiles(t *testing.T) {
 // TestLoadErrors: a missing or bad pair at start is an error naming the
 // file, as the daemons report it before serving.
 func TestLoadErrors(t *testing.T) {
-	is := newIssuer(t)
+	is := testcert.NewCA(t)
 	dir := t.TempDir()
-	c, k := is.leaf(t, 2, time.Now().Add(time.Hour))
-	_, k9 := is.leaf(t, 9, time.Now().Add(time.Hour))
+	c, k := is.Leaf(t, 2, time.Now().Add(time.Hour))
+	_, k9 := is.Leaf(t, 9, time.Now().Add(time.Hour))
 	for _, tc := range []struct {
 		name       string
 		cert, key  []byte
@@ -203,12 +142,12 @@ func TestLoadErrors(t *testing.T) {
 // TestExpiryWarning: a certificate that expires within ExpiryWarning is
 // logged at Warn when loaded.
 func TestExpiryWarning(t *testing.T) {
-	is := newIssuer(t)
+	is := testcert.NewCA(t)
 	for _, tc := range []struct {
 		left time.Duration
 		warn bool
 	}{{30 * 24 * time.Hour, false}, {2 * 24 * time.Hour, true}} {
-		c, k := is.leaf(t, 2, time.Now().Add(tc.left))
+		c, k := is.Leaf(t, 2, time.Now().Add(tc.left))
 		f := writePair(t, t.TempDir(), c, k)
 		var logs bytes.Buffer
 		if _, err := Load(f.cert, f.key, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
@@ -226,11 +165,11 @@ func TestExpiryWarning(t *testing.T) {
 // new one to the mTLS server; connections never fail in between, with
 // handshakes running concurrently with the rotation (-race).
 func TestHandshakesSeeRotation(t *testing.T) {
-	is := newIssuer(t)
+	is := testcert.NewCA(t)
 	exp := time.Now().Add(20 * 24 * time.Hour)
-	sc, sk := is.leaf(t, 10, exp)
+	sc, sk := is.Leaf(t, 10, exp)
 	srvFiles := writePair(t, t.TempDir(), sc, sk)
-	cc, ck := is.leaf(t, 20, exp)
+	cc, ck := is.Leaf(t, 20, exp)
 	cliFiles := writePair(t, t.TempDir(), cc, ck)
 	srv, err := Load(srvFiles.cert, srvFiles.key, nil, WithInterval(0))
 	if err != nil {
@@ -241,7 +180,7 @@ func TestHandshakesSeeRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
-		GetCertificate: srv.GetCertificate, ClientCAs: is.pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
+		GetCertificate: srv.GetCertificate, ClientCAs: is.Pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +207,7 @@ func TestHandshakesSeeRotation(t *testing.T) {
 	dial := func() (server, client int64) {
 		t.Helper()
 		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{
-			RootCAs: is.pool, GetClientCertificate: cli.GetClientCertificate, MinVersion: tls.VersionTLS12,
+			RootCAs: is.Pool, GetClientCertificate: cli.GetClientCertificate, MinVersion: tls.VersionTLS12,
 		})
 		if err != nil {
 			t.Fatalf("dial: %v", err)
@@ -295,9 +234,9 @@ func TestHandshakesSeeRotation(t *testing.T) {
 			}
 		}
 	}()
-	sc2, sk2 := is.leaf(t, 11, exp)
+	sc2, sk2 := is.Leaf(t, 11, exp)
 	writePair(t, filepath.Dir(srvFiles.cert), sc2, sk2)
-	cc2, ck2 := is.leaf(t, 21, exp)
+	cc2, ck2 := is.Leaf(t, 21, exp)
 	writePair(t, filepath.Dir(cliFiles.cert), cc2, ck2)
 	close(stop)
 	wg.Wait()

@@ -9,15 +9,9 @@ package daemon_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locuscache/locus/internal/testcert"
 	"github.com/locuscache/locus/internal/testproc"
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/node/daemon"
@@ -319,59 +314,27 @@ func newReviewPKI(t *testing.T) *reviewPKI {
 	t.Helper()
 	dir := t.TempDir()
 	now := time.Now()
-	newCA := func(name string) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-			NotBefore: now.Add(-48 * time.Hour), NotAfter: now.Add(48 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-			KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, _ := x509.ParseCertificate(der)
-		return c, key, der
-	}
-	write := func(name, typ string, b []byte) string {
+	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	leaf := func(name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, from, to time.Time, serial int64) (string, string, tls.Certificate) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: from, NotAfter: to, KeyUsage: x509.KeyUsageDigitalSignature,
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"}}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kd, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf, kf := write(name+".pem", "CERTIFICATE", der), write(name+"-key.pem", "EC PRIVATE KEY", kd)
+	leaf := func(name string, ca *testcert.CA, notAfter time.Time, serial int64) (string, string, tls.Certificate) {
+		certPEM, keyPEM := ca.Leaf(t, serial, notAfter)
+		cf, kf := write(name+".pem", certPEM), write(name+"-key.pem", keyPEM)
 		c, err := tls.LoadX509KeyPair(cf, kf)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return cf, kf, c
 	}
-	ca, caKey, caDER := newCA("review CA")
-	ca2, ca2Key, _ := newCA("other CA")
-	p := &reviewPKI{ca: x509.NewCertPool(), caFile: write("ca.pem", "CERTIFICATE", caDER)}
-	p.ca.AddCert(ca)
-	p.certFile, p.keyFile, p.good = leaf("node", ca, caKey, now.Add(-time.Hour), now.Add(24*time.Hour), 2)
-	p.expiredFile, p.expiredKey, p.expired = leaf("expired", ca, caKey, now.Add(-48*time.Hour), now.Add(-24*time.Hour), 3)
-	_, otherKey, other := leaf("other", ca2, ca2Key, now.Add(-time.Hour), now.Add(24*time.Hour), 4)
+	ca, ca2 := testcert.NewCA(t), testcert.NewCA(t)
+	p := &reviewPKI{ca: ca.Pool, caFile: write("ca.pem", ca.PEM)}
+	p.certFile, p.keyFile, p.good = leaf("node", ca, now.Add(24*time.Hour), 2)
+	p.expiredFile, p.expiredKey, p.expired = leaf("expired", ca, now.Add(-24*time.Hour), 3)
+	_, otherKey, other := leaf("other", ca2, now.Add(24*time.Hour), 4)
 	p.otherCA = other
 	p.mismatchCert, p.mismatchKey = p.certFile, otherKey
 	p.notPEM = filepath.Join(dir, "not.pem")
