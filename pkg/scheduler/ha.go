@@ -188,7 +188,7 @@ func (h *ha) applyConfig(raw []byte) error {
 	}
 	old := h.s.settings.Swap(&st)
 	if old == nil || *old != st {
-		h.s.log.Info("scheduler: cluster config from etcd", "block_size", blockSizeLog(st.BlockSize), "replication", replicationLog(st.Replication), "locality_wait", st.LocalityWait)
+		h.s.log.Info("scheduler: cluster config from etcd", "block_size", fromNodes(st.BlockSize), "replication", fromNodes(st.Replication), "locality_wait", st.LocalityWait)
 	}
 	if h.s.mem != nil { // nil while Start reads the config, before the gossip
 		h.s.checkReplication(h.s.mem.View(), &st)

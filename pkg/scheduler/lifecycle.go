@@ -127,23 +127,15 @@ func (s *Scheduler) start(ctx context.Context) (err error) {
 	st := s.Settings()
 	s.checkReplication(s.mem.View(), &st)
 	s.log.Info("scheduler: serving", "http", s.httpAdv, "grpc", s.grpcAdv, "standalone", s.ha == nil,
-		"block_size", blockSizeLog(st.BlockSize), "replication", s.Replication(), "replication_configured", replicationLog(st.Replication), "locality_wait", st.LocalityWait)
+		"block_size", fromNodes(st.BlockSize), "replication", s.Replication(), "replication_configured", fromNodes(st.Replication), "locality_wait", st.LocalityWait)
 	return nil
 }
 
-// blockSizeLog is a configured block size as the logs print it: the size
-// in bytes, or "from nodes" for 0, which means placement uses the block
-// size the cache nodes announce (Config.BlockSize), not a block size of 0.
-func blockSizeLog(n int64) any {
-	if n > 0 {
-		return n
-	}
-	return "from nodes"
-}
-
-// replicationLog is a configured replication as the logs print it: the
-// number, or "from nodes" for 0 (take the cache nodes').
-func replicationLog(n int) any {
+// fromNodes is a configured block size or replication as the logs print
+// it: the value, or "from nodes" for 0, which means placement takes the
+// cache nodes' value (Config.BlockSize, Config.Replication), not a value
+// of 0.
+func fromNodes[T int | int64](n T) any {
 	if n > 0 {
 		return n
 	}
