@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/locuscache/locus/internal/flagenv"
 	"github.com/locuscache/locus/internal/ociimage"
 )
 
@@ -42,12 +43,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			"tarball. Normally run by scripts/build-image.sh.\n\nFlags:\n")
 		fl.PrintDefaults()
 	}
-	if err := fl.Parse(args); err != nil {
+	// As the daemons: -help prints the usage on stdout, a bad flag one
+	// line on stderr.
+	if err := flagenv.ParseHelp(fl, stdout, func() error { return fl.Parse(args) }); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fl.SetOutput(stdout)
-			fl.Usage()
 			return 0
 		}
+		fmt.Fprintf(stderr, "mkimage: %v (see -help)\n", err)
 		return 2
 	}
 	if l.Cachenode == "" || l.Scheduler == "" || *tagRef == "" || fl.NArg() > 0 {
