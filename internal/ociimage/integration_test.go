@@ -4,12 +4,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"debug/elf"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,9 +20,29 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
+// built is the image buildLocusImage wrote, once per test binary: the
+// tests that need it share one build of both daemons.
+var built struct {
+	once    sync.Once
+	dir     string
+	archive string
+	tag     name.Tag
+	digest  v1.Hash
+	err     error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
 // buildLocusImage builds both daemons (static, for the host's
 // architecture) and writes their image with WriteLocus, as
-// scripts/build-image.sh does. It skips the test where that cannot run.
+// scripts/build-image.sh does, once for all the tests that call it. It
+// skips the test where that cannot run.
 func buildLocusImage(t *testing.T) (archive string, tag name.Tag, digest v1.Hash) {
 	t.Helper()
 	if testing.Short() {
@@ -32,34 +54,44 @@ func buildLocusImage(t *testing.T) (archive string, tag name.Tag, digest v1.Hash
 	if _, err := os.Stat(CABundlePath); err != nil {
 		t.Skipf("no host CA bundle: %v", err)
 	}
-	bin := t.TempDir()
+	built.once.Do(func() { built.err = writeLocusImage() })
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.archive, built.tag, built.digest
+}
+
+func writeLocusImage() error {
+	dir, err := os.MkdirTemp("", "ociimage-test")
+	if err != nil {
+		return err
+	}
+	built.dir = dir
 	for _, cmd := range []string{"cachenode", "scheduler"} {
-		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(bin, cmd),
+		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, cmd),
 			"github.com/locuscache/locus/cmd/"+cmd)
 		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", cmd, err, out)
+			return fmt.Errorf("go build %s: %v\n%s", cmd, err, out)
 		}
 	}
-	tag, err := ParseTag("ghcr.io/locuscache/locus:0.0.0-test")
-	if err != nil {
-		t.Fatal(err)
+	if built.tag, err = ParseTag("ghcr.io/locuscache/locus:0.0.0-test"); err != nil {
+		return err
 	}
 	l := Locus{
-		Cachenode: filepath.Join(bin, "cachenode"),
-		Scheduler: filepath.Join(bin, "scheduler"),
+		Cachenode: filepath.Join(dir, "cachenode"),
+		Scheduler: filepath.Join(dir, "scheduler"),
 		Arch:      runtime.GOARCH,
 		Version:   "0.0.0-test",
 		Revision:  "test",
 		Created:   time.Unix(1796095258, 0),
 	}
-	archive = filepath.Join(t.TempDir(), "locus.tar")
+	built.archive = filepath.Join(dir, "locus.tar")
 	var log bytes.Buffer
-	digest, err = WriteLocus(l, tag, archive, "", &log)
-	if err != nil {
-		t.Fatalf("WriteLocus: %v\n%s", err, log.String())
+	if built.digest, err = WriteLocus(l, built.tag, built.archive, "", &log); err != nil {
+		return fmt.Errorf("WriteLocus: %v\n%s", err, log.String())
 	}
-	return archive, tag, digest
+	return nil
 }
 
 // TestLocusImage builds the real image as scripts/build-image.sh does
