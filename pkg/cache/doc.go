@@ -80,6 +80,11 @@
 // checksum, or dropped for it and not stored again yet). ReadResult and
 // Stats count pages and bytes by cause. An object of more than 2^32 pages
 // is read straight through (its pages are cold misses, never cached).
+// A Prefetch's result counts hits and misses as a read's does, but Stats
+// counts its pages apart (PrefetchCachedPages, PrefetchFetchedPages), so
+// that HitPages and Misses are the readers': a warm-up is not a read, and
+// neither it nor its pages' later hits would otherwise say what the
+// readers found. The sizing estimators below see only reads.
 //
 // Which version of a URI is current is decided by the origin, not by the
 // order readers ask: when the origin serves a version, the pages of every

@@ -26,6 +26,7 @@ type pageRef struct {
 	ram     int32 // refHit: the pinned RAM-tier copy plus one, 0 for none
 	kind    uint8
 	promote bool // refHit: copy the page to the RAM tier after the read
+	warm    bool // counted as a Prefetch's page, not a read's (plan)
 }
 
 // fetchRun is refs[i:i+n]: consecutive pages this read fetches with one
@@ -55,6 +56,11 @@ type sink struct {
 	// verify checks every cached page the read serves against its
 	// checksum, whatever Config.Verify says (ViewVerified).
 	verify bool
+	// warm marks a Prefetch: its pages are counted apart from the reads'
+	// (Stats.PrefetchCachedPages and PrefetchFetchedPages) and not fed to
+	// the sizing estimators, and its hits do not count towards a page's
+	// promotion to the RAM tier.
+	warm bool
 }
 
 func (s *sink) put(p []byte) error {
@@ -122,9 +128,13 @@ func (c *Cache) ViewVerified(ctx context.Context, obj Object, off, length int64,
 
 // Prefetch makes sure the pages of [off, off+length) of obj are cached,
 // fetching the missing ones, and returns when they are (or with the first
-// error). Its result counts the pages that were already cached as hits.
+// error). Its result counts the pages that were already cached as hits
+// and the others as misses by cause, as a read's does; but Stats counts
+// them apart from the reads' (PrefetchCachedPages, PrefetchFetchedPages),
+// so that HitPages and Misses, and the hit ratio made of them, are the
+// readers' alone, and the sizing estimators do not see them.
 func (c *Cache) Prefetch(ctx context.Context, obj Object, off, length int64) (ReadResult, error) {
-	var s sink
+	s := sink{warm: true}
 	return c.read(ctx, obj, off, length, &s)
 }
 
@@ -206,8 +216,10 @@ func (c *Cache) readThrough(ctx context.Context, o *object, obj Object, off, end
 			res.Misses[MissCold].Pages++
 			res.Misses[MissCold].Bytes += r - q
 			c.uncacheable.Add(1)
-			c.throughPages.Add(1)
-			c.throughBytes.Add(r - q)
+			if !s.warm {
+				c.throughPages.Add(1)
+				c.throughBytes.Add(r - q)
+			}
 			q = r
 		}
 		pos += n
@@ -231,10 +243,12 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 		}
 		lo, hi := within(off, end, ps, p)
 		if p >= st.sized {
-			c.feedSizers(o, p)
+			if !s.warm {
+				c.feedSizers(o, p)
+			}
 			st.sized = p + 1
 		}
-		r := c.plan(o, p, false, int64(hi-lo), s.verify)
+		r := c.plan(o, p, false, int64(hi-lo), s)
 		refs = append(refs, r)
 		if r.kind == refOwn {
 			run++
@@ -249,9 +263,9 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 			continue
 		}
 		lo, hi := within(off, end, ps, r.page)
-		c.dropCorrupt(o, r.page, r.slot, int64(hi-lo))
+		c.dropCorrupt(o, r, int64(hi-lo))
 		c.slots[r.slot].pins.Add(-1)
-		*r = c.plan(o, r.page, true, int64(hi-lo), s.verify)
+		*r = c.plan(o, r.page, true, int64(hi-lo), s)
 	}
 	st.refs = refs
 	runs := st.runs[:0]
@@ -405,9 +419,13 @@ func (c *Cache) uncount(o *object, r *pageRef, bytes int64) {
 	sh := c.shardFor(mix64(pageKey(o, r.page)))
 	sh.mu.Lock()
 	switch {
+	case r.kind == refHit && r.warm:
+		sh.st.warmCached--
 	case r.kind == refHit:
 		sh.st.hitPages--
 		sh.st.hitBytes -= bytes
+	case (r.kind == refOwn || r.kind == refWait) && r.fl != nil && r.warm:
+		sh.st.warmFetched--
 	case (r.kind == refOwn || r.kind == refWait) && r.fl != nil:
 		sh.st.misses[r.fl.cause].Pages--
 		sh.st.misses[r.fl.cause].Bytes -= bytes
@@ -436,11 +454,12 @@ func (c *Cache) feedSizers(o *object, p int64) {
 	}
 }
 
-// plan looks page p of o up and pins it, joins its flight, or starts one.
-// bytes is how much of the page the read wants (for the counters). A hit
-// pins the page's RAM-tier copy if it has one, unless noRAM (a verified
-// read checks the disk page, which holds the checksum).
-func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64, noRAM bool) pageRef {
+// plan looks page p of o up and pins it, joins its flight, or starts one,
+// for the read of sink s. bytes is how much of the page the read wants
+// (for the counters; a Prefetch's pages go to counters of their own). A
+// hit pins the page's RAM-tier copy if it has one, unless the read
+// verifies (it checks the disk page, which holds the checksum).
+func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64, s *sink) pageRef {
 	pk := pageKey(o, p)
 	k := mix64(pk)
 	sh := c.shardFor(k)
@@ -452,11 +471,15 @@ func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64, noRAM bool) 
 	if slot, ok := sh.index[pk]; ok {
 		if m := &c.slots[slot]; m.obj == o {
 			sh.pol.Touch(k)
-			sh.st.hitPages++
-			sh.st.hitBytes += bytes
-			ref := pageRef{kind: refHit, page: p, slot: slot}
-			if c.ram != nil && !noRAM {
-				if ref.ram = c.ram.pin(m); ref.ram == 0 {
+			if s.warm {
+				sh.st.warmCached++
+			} else {
+				sh.st.hitPages++
+				sh.st.hitBytes += bytes
+			}
+			ref := pageRef{kind: refHit, page: p, slot: slot, warm: s.warm}
+			if c.ram != nil && !s.verify {
+				if ref.ram = c.ram.pin(m); ref.ram == 0 && !s.warm {
 					m.hits = min(m.hits+1, 255)
 					ref.promote = m.hits >= 2
 				}
@@ -476,10 +499,9 @@ func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64, noRAM bool) 
 			sh.pol.Touch(k)
 		}
 		fl.waiters++
-		sh.st.misses[fl.cause].Pages++
-		sh.st.misses[fl.cause].Bytes += bytes
+		c.countMiss(sh, fl.cause, bytes, s.warm)
 		sh.mu.Unlock()
-		return pageRef{kind: refWait, page: p, fl: fl}
+		return pageRef{kind: refWait, page: p, fl: fl, warm: s.warm}
 	}
 	cause := MissCorrupt
 	if !corrupt {
@@ -490,10 +512,20 @@ func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64, noRAM bool) 
 	}
 	fl := &flight{done: make(chan struct{}), obj: o, cause: cause}
 	sh.flights[pk] = fl
+	c.countMiss(sh, cause, bytes, s.warm)
+	sh.mu.Unlock()
+	return pageRef{kind: refOwn, page: p, fl: fl, warm: s.warm}
+}
+
+// countMiss counts a page a read (or, warm, a Prefetch) did not find
+// cached, in shard sh, whose lock the caller holds.
+func (c *Cache) countMiss(sh *shard, cause MissCause, bytes int64, warm bool) {
+	if warm {
+		sh.st.warmFetched++
+		return
+	}
 	sh.st.misses[cause].Pages++
 	sh.st.misses[cause].Bytes += bytes
-	sh.mu.Unlock()
-	return pageRef{kind: refOwn, page: p, fl: fl}
 }
 
 // verified checks the pinned slot's checksum if it has not been checked
@@ -541,14 +573,20 @@ func (c *Cache) promote(o *object, p int64, slot uint32) {
 	sh.mu.Unlock()
 }
 
-// dropCorrupt removes a page that failed its checksum, if it is still the
-// one indexed, and turns the hit the plan counted into a corrupt miss.
-func (c *Cache) dropCorrupt(o *object, p int64, slot uint32, bytes int64) {
+// dropCorrupt removes the page of hit r that failed its checksum, if it is
+// still the one indexed, and takes back the hit the plan counted (the plan
+// that follows counts a corrupt miss).
+func (c *Cache) dropCorrupt(o *object, r *pageRef, bytes int64) {
+	p, slot := r.page, r.slot
 	pk := pageKey(o, p)
 	sh := c.shardFor(mix64(pk))
 	sh.mu.Lock()
-	sh.st.hitPages--
-	sh.st.hitBytes -= bytes
+	if r.warm {
+		sh.st.warmCached--
+	} else {
+		sh.st.hitPages--
+		sh.st.hitBytes -= bytes
+	}
 	if cur, ok := sh.index[pk]; !ok || cur != slot || c.slots[slot].obj != o {
 		sh.mu.Unlock()
 		return

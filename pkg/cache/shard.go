@@ -61,6 +61,8 @@ type shard struct {
 type shardStats struct {
 	hitPages, hitBytes int64
 	misses             [NumMissCauses]MissCount
+	warmCached         int64 // pages a Prefetch found cached (not in hitPages)
+	warmFetched        int64 // pages a Prefetch fetched or waited for (not in misses)
 	evictions          int64
 	rejected           int64
 	corrupt            int64

@@ -32,9 +32,14 @@ type Stats struct {
 	// its size; RAMHits were served from it; Promotions copied a page in.
 	RAMPages, RAMCapacityPages, RAMHits, Promotions int64
 
+	// HitPages and HitBytes were served from the cache to reads; Misses
+	// were not, by cause, indexed by MissCause. Prefetch's pages are in
+	// neither: PrefetchCachedPages it found cached, PrefetchFetchedPages it
+	// fetched from the origin (or waited for another's fetch of).
 	HitPages, HitBytes int64
-	// Misses by cause, indexed by MissCause.
-	Misses [NumMissCauses]MissCount
+	Misses             [NumMissCauses]MissCount
+
+	PrefetchCachedPages, PrefetchFetchedPages int64
 
 	OriginRequests, OriginBytes, OriginErrors int64
 	// Evictions counts pages the policy pushed out; Rejected counts fetched
@@ -131,6 +136,8 @@ func (c *Cache) Stats() Stats {
 		sh.mu.Unlock()
 		s.HitPages += st.hitPages
 		s.HitBytes += st.hitBytes
+		s.PrefetchCachedPages += st.warmCached
+		s.PrefetchFetchedPages += st.warmFetched
 		for j := range s.Misses {
 			s.Misses[j].Pages += st.misses[j].Pages
 			s.Misses[j].Bytes += st.misses[j].Bytes

@@ -31,7 +31,7 @@ func TestStatsWaitsCountServedPages(t *testing.T) {
 	c := newRAM(t, org, 2*pages)
 	leader := make(chan error, 1)
 	go func() {
-		_, err := c.Prefetch(context.Background(), obj, 0, obj.Size)
+		_, err := c.Get(context.Background(), obj, 0, obj.Size, make([]byte, obj.Size))
 		leader <- err
 	}()
 	// Wait until the leader registered its flights (its origin request is

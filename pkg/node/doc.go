@@ -149,6 +149,8 @@
 //
 //	locus_cache_hits_total                      pages served by this node's cache (own reads and peer reads)
 //	locus_cache_misses_total{cause}             pages missed: cold, capacity, invalidated, corrupt (this cache), owner_unavailable (this node's readers, read around this cache)
+//	locus_cache_prefetch_pages_total{result}    pages prefetches asked this cache for: cached, fetched (not hits or misses:
+//	                                     a warm-up is not a read, so the hit ratio above is the readers')
 //	locus_cache_bytes_read_total{source}        bytes returned to this node's readers (not peers) by source: local, peer, origin
 //	locus_peer_served_bytes_total{source}       bytes served to other nodes' peer reads: local, origin
 //	locus_cache_used_bytes, _capacity_bytes     page data cached, and the capacity

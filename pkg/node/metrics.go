@@ -258,7 +258,8 @@ type nodeCollector struct {
 }
 
 var (
-	descHits       = prometheus.NewDesc("locus_cache_hits_total", "Pages served from this node's cache (for its own readers and for peers).", nil, nil)
+	descHits       = prometheus.NewDesc("locus_cache_hits_total", "Pages served from this node's cache (for its own readers and for peers; prefetches are counted apart, in locus_cache_prefetch_pages_total).", nil, nil)
+	descPrefetch   = prometheus.NewDesc("locus_cache_prefetch_pages_total", "Pages prefetches (warm-ups) asked this node's cache for, by result: cached (already there) or fetched (from the origin, or a fetch in progress joined). Not in locus_cache_hits_total or locus_cache_misses_total.", []string{"result"}, nil)
 	descMisses     = prometheus.NewDesc("locus_cache_misses_total", "Pages not served from a cache, by cause: cold, capacity, invalidated, corrupt (this node's cache), owner_unavailable (no node of a block's preference list could be reached, so this node read the origin around its cache; a list node that fills its cache from the origin for that reason counts the page under its cache's cause).", []string{"cause"}, nil)
 	descUsed       = prometheus.NewDesc("locus_cache_used_bytes", "Bytes of page data cached.", nil, nil)
 	descCapacity   = prometheus.NewDesc("locus_cache_capacity_bytes", "Page data capacity of the cache.", nil, nil)
@@ -311,6 +312,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descMisses, float64(mc.Pages), cache.MissCause(cause).String())
 	}
 	counter(descMisses, float64(c.ownerUnavail.Load()), readpath.OwnerUnavailable.String())
+	counter(descPrefetch, float64(s.PrefetchCachedPages), "cached")
+	counter(descPrefetch, float64(s.PrefetchFetchedPages), "fetched")
 	gauge(descUsed, float64(s.UsedBytes))
 	gauge(descCapacity, float64(s.CapacityBytes))
 	counter(descEvictions, float64(s.Evictions))

@@ -25,7 +25,7 @@ func TestMetricsSizingTinyCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		obj := org.PutGenerated("s3://b/k", "v", 4<<20)
-		if _, err := c.Prefetch(t.Context(), obj, 0, 4<<20); err != nil {
+		if _, err := c.Get(t.Context(), obj, 0, 4<<20, make([]byte, 4<<20)); err != nil {
 			t.Fatal(err)
 		}
 		m := newMetrics()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/locuscache/locus/pkg/node/nodetest"
 	"github.com/locuscache/locus/pkg/origin/origintest"
+	cachev1 "github.com/locuscache/locus/proto/cache/v1"
 )
 
 // findTool returns the path of an external tool, looking in PATH and the
@@ -107,18 +108,7 @@ func TestPromtoolMetrics(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("promtool check metrics: %v\n%s", err, out)
 	}
-	value := func(series string) float64 {
-		re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`)
-		m := re.FindSubmatch(body)
-		if m == nil {
-			t.Fatalf("no series %s in the scrape", series)
-		}
-		v, err := strconv.ParseFloat(string(m[1]), 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	value := func(series string) float64 { return metricValue(t, body, series) }
 	for _, name := range []string{
 		`locus_cache_hits_total`, `locus_cache_misses_total{cause="cold"}`,
 		`locus_cache_misses_total{cause="owner_unavailable"}`, `locus_cache_used_bytes`,
@@ -141,6 +131,54 @@ func TestPromtoolMetrics(t *testing.T) {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("scrape lacks %s", want)
 		}
+	}
+}
+
+// metricValue returns the value of one series (name and labels, as
+// exposed) in a scrape.
+func metricValue(t *testing.T, body []byte, series string) float64 {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`)
+	m := re.FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("no series %s in the scrape", series)
+	}
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestPrefetchMetricsApartFromReads: a warm-up (Prefetch) is not a read,
+// so it moves neither locus_cache_hits_total nor
+// locus_cache_misses_total (the readers' hit ratio, which the dashboards
+// show) but locus_cache_prefetch_pages_total; the reads after it are hits.
+// Was: a warm of a cold prefix counted every page as a cold miss, and a
+// second warm every page as a hit.
+func TestPrefetchMetricsApartFromReads(t *testing.T) {
+	mem := origintest.NewMemStore()
+	const size = 4 << 20
+	uri := "s3://bucket/warm.bin"
+	mem.Put(uri, randBytes(9, size))
+	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: mem})
+	cl := c.Client(t, 0)
+	req := &cachev1.PrefetchRequest{Uri: uri, Ranges: []*cachev1.ByteRange{{Offset: 0, Length: size}}}
+	for range 2 {
+		if _, err := cl.Prefetch(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := scrapeMetrics(t, c, 0)
+	hits, cold := metricValue(t, body, `locus_cache_hits_total`), metricValue(t, body, `locus_cache_misses_total{cause="cold"}`)
+	fetched, cached := metricValue(t, body, `locus_cache_prefetch_pages_total{result="fetched"}`), metricValue(t, body, `locus_cache_prefetch_pages_total{result="cached"}`)
+	if hits != 0 || cold != 0 || fetched == 0 || cached != fetched {
+		t.Fatalf("after two prefetches of the object: hits %v, cold misses %v, prefetch fetched %v and cached %v; want 0, 0, the object's pages and as many", hits, cold, fetched, cached)
+	}
+	rangeRead(t, cl, uri, 0, size)
+	body = scrapeMetrics(t, c, 0)
+	if h, m := metricValue(t, body, `locus_cache_hits_total`), metricValue(t, body, `locus_cache_misses_total{cause="cold"}`); h != fetched || m != 0 {
+		t.Fatalf("after a read of the prefetched object: hits %v, cold misses %v; want %v and 0", h, m, fetched)
 	}
 }
 
