@@ -552,3 +552,64 @@ func TestPolicySizingWarmRestart(t *testing.T) {
 		t.Errorf("%d hits, sizing %+v: want 16 hits, 0 at 0.25x and 1 at 2x", st.HitPages, ps)
 	}
 }
+
+// A reader whose window waits for a cancelled leader's page and fetches
+// the next pages itself plans the window again from that page; the pages
+// it fetched are cached by then, but they are still its misses, not hits:
+// its result and Stats say it read them from the origin. Was: the window
+// planned again found them cached and counted them as hits (in the
+// result and in Stats), so origin bytes showed as local hits.
+func TestRetriedWindowCountsItsOwnFetchesAsMisses(t *testing.T) {
+	org := cachetest.NewOrigin()
+	org.Delay = 100 * time.Millisecond
+	obj := org.PutGenerated("s3://b/retry", "v", 4*testPage)
+	c := newRAM(t, org, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	leader := make(chan error, 1)
+	go func() {
+		_, err := c.Get(ctx, obj, 0, testPage, make([]byte, testPage))
+		leader <- err
+	}()
+	waitCalls := func(n int) {
+		for deadline := time.Now().Add(5 * time.Second); org.Calls() < n; {
+			if time.Now().After(deadline) {
+				t.Fatalf("the origin saw %d calls, want %d", org.Calls(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitCalls(1) // the leader's flight for page 0 is registered
+	type result struct {
+		res cache.ReadResult
+		err error
+		dst []byte
+	}
+	follower := make(chan result, 1)
+	go func() {
+		dst := make([]byte, obj.Size)
+		res, err := c.Get(context.Background(), obj, 0, obj.Size, dst)
+		follower <- result{res, err, dst}
+	}()
+	waitCalls(2) // the follower fetches pages 1-3 and will wait for page 0
+	cancel()
+	if err := <-leader; !errors.Is(err, context.Canceled) {
+		t.Fatalf("leader: %v, want context.Canceled", err)
+	}
+	r := <-follower
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	checkBytes(t, obj, 0, r.dst)
+	if r.res.HitPages != 0 || r.res.Misses[cache.MissCold].Pages != 4 || r.res.MissBytes != obj.Size {
+		t.Errorf("follower's result: %d hit pages, %d cold misses, %d miss bytes; want 0, 4 and %d (it fetched every page itself)",
+			r.res.HitPages, r.res.Misses[cache.MissCold].Pages, r.res.MissBytes, obj.Size)
+	}
+	st := c.Stats()
+	// The leader's miss stays counted, as a failed read's own fetches do
+	// (it asked the origin): 1 + 4.
+	if st.HitPages != 0 || st.Misses[cache.MissCold].Pages != 5 {
+		t.Errorf("Stats: %d hits and %d cold misses, want 0 and 5 (the leader's 1, the follower's 4)", st.HitPages, st.Misses[cache.MissCold].Pages)
+	}
+	checkInv(t, c)
+}

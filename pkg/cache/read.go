@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,11 @@ type pageRef struct {
 	kind    uint8
 	promote bool // refHit: copy the page to the RAM tier after the read
 	warm    bool // counted as a Prefetch's page, not a read's (plan)
+	// refHit: this read fetched the page itself in an earlier window
+	// that it planned again (see readState.fetched); delivered as a miss
+	// of cause ownCause.
+	own      bool
+	ownCause MissCause
 }
 
 // fetchRun is refs[i:i+n]: consecutive pages this read fetches with one
@@ -45,6 +51,17 @@ type readState struct {
 	// estimators: a page planned again (its leader was cancelled) was
 	// counted once already.
 	sized int64
+	// fetched are pages this read fetched itself in a window it then
+	// planned again from an earlier page (whose leader gave up), with
+	// their misses' causes: their misses stay counted, and the next plan
+	// that finds them cached delivers them as those misses, not as hits.
+	fetched []ownFetch
+}
+
+// ownFetch is a page a read fetched and has not delivered yet.
+type ownFetch struct {
+	page  int64
+	cause MissCause
 }
 
 // sink receives the bytes of a read in offset order: into dst (Get),
@@ -166,6 +183,7 @@ func (c *Cache) read(ctx context.Context, obj Object, off, length int64, s *sink
 	defer c.states.Put(st)
 	first, last := pageSpan(off, end, c.cfg.PageSize)
 	st.sized = first
+	st.fetched = st.fetched[:0]
 	for p := first; p <= last; {
 		next, err := c.readWindow(ctx, st, o, obj, off, end, p, last, s, &res)
 		if err != nil {
@@ -267,6 +285,9 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 		c.slots[r.slot].pins.Add(-1)
 		*r = c.plan(o, r.page, true, int64(hi-lo), s)
 	}
+	if len(st.fetched) > 0 {
+		c.ownFetches(st, o, refs, off, end, s.warm)
+	}
 	st.refs = refs
 	runs := st.runs[:0]
 	for i := 0; i < len(refs); {
@@ -313,6 +334,13 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 				c.slots[r.slot].pins.Add(-1)
 			}
 			res.Bytes += int64(hi - lo)
+			if r.own {
+				// Fetched by this read in a window it planned again: a miss.
+				res.MissBytes += int64(hi - lo)
+				res.Misses[r.ownCause].Pages++
+				res.Misses[r.ownCause].Bytes += int64(hi - lo)
+				continue
+			}
 			res.HitBytes += int64(hi - lo)
 			res.HitPages++
 			continue
@@ -363,10 +391,21 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 	}
 	if retry {
 		// The next window plans the pages from next on again, and counts
-		// them again: take back what this window's plan counted.
+		// them again: take back what this window's plan counted, except
+		// the misses of pages this read fetched itself (the origin sent
+		// them to this read; the next window delivers them as misses).
 		for j := i - 1; j < len(refs); j++ {
-			lo, hi := within(off, end, ps, refs[j].page)
-			c.uncount(o, &refs[j], int64(hi-lo))
+			r := &refs[j]
+			switch {
+			case j >= i && r.kind == refOwn && r.fl != nil && r.fl.err == nil:
+				st.fetched = append(st.fetched, ownFetch{page: r.page, cause: r.fl.cause})
+				continue
+			case j >= i && r.kind == refHit && r.own: // fetched two windows back
+				st.fetched = append(st.fetched, ownFetch{page: r.page, cause: r.ownCause})
+				continue
+			}
+			lo, hi := within(off, end, ps, r.page)
+			c.uncount(o, r, int64(hi-lo))
 		}
 	}
 	if err != nil && !retry {
@@ -374,9 +413,10 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 		// the pages from i on: plan counted them as hits, or as misses
 		// of flights another read leads (which counts the fetch), but
 		// no one was served them. (The misses of pages this read fetched
-		// itself stay counted: the origin sent them all the same.)
+		// itself stay counted, in this window or an earlier one it
+		// planned again (own): the origin sent them all the same.)
 		for j := i; j < len(refs); j++ {
-			if refs[j].kind == refHit || refs[j].kind == refWait {
+			if (refs[j].kind == refHit && !refs[j].own) || refs[j].kind == refWait {
 				lo, hi := within(off, end, ps, refs[j].page)
 				c.uncount(o, &refs[j], int64(hi-lo))
 			}
@@ -386,6 +426,40 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 	c.releaseRefs(refs[i:], runs)
 	clear(refs) // drop flight pointers so the pool does not keep them
 	return next, err
+}
+
+// ownFetches settles the pages of a window planned again that the read
+// fetched itself before (st.fetched), for a read of [off, end) of o: a
+// page found cached is marked own (delivered as the miss the read already
+// counted, its hit taken back); a page that is not (not stored, or
+// evicted since) keeps the count of its new plan, and the earlier miss is
+// taken back. Either way the page leaves st.fetched.
+func (c *Cache) ownFetches(st *readState, o *object, refs []pageRef, off, end int64, warm bool) {
+	ps := c.cfg.PageSize
+	for i := range refs {
+		r := &refs[i]
+		k := slices.IndexFunc(st.fetched, func(f ownFetch) bool { return f.page == r.page })
+		if k < 0 {
+			continue
+		}
+		f := st.fetched[k]
+		st.fetched = slices.Delete(st.fetched, k, k+1)
+		lo, hi := within(off, end, ps, r.page)
+		if r.kind == refHit {
+			c.uncount(o, r, int64(hi-lo))
+			r.own, r.ownCause = true, f.cause
+			continue
+		}
+		sh := c.shardFor(mix64(pageKey(o, r.page)))
+		sh.mu.Lock()
+		if warm {
+			sh.st.warmFetched--
+		} else {
+			sh.st.misses[f.cause].Pages--
+			sh.st.misses[f.cause].Bytes -= int64(hi - lo)
+		}
+		sh.mu.Unlock()
+	}
 }
 
 // releaseRefs releases what a window holds for pages it did not deliver

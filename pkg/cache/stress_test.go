@@ -233,6 +233,16 @@ func stress(t *testing.T, mode, pol string, seed uint64, iters int) {
 	if st.ResidentPages > st.CapacityPages {
 		t.Fatalf("resident %d > capacity %d", st.ResidentPages, st.CapacityPages)
 	}
+	// Counts taken back (reads that stopped, windows planned again) never
+	// take back more than was counted.
+	if st.HitPages < 0 || st.HitBytes < 0 || st.PrefetchCachedPages < 0 || st.PrefetchFetchedPages < 0 {
+		t.Errorf("negative counters: %+v", st)
+	}
+	for cause, m := range st.Misses {
+		if m.Pages < 0 || m.Bytes < 0 {
+			t.Errorf("negative %v misses: %+v", cache.MissCause(cause), m)
+		}
+	}
 	t.Logf("stats: resident %d/%d, hits %d, misses %v, origin errs %d, corrupt %d, degraded %v", st.ResidentPages, st.CapacityPages, st.HitPages, st.Misses, st.OriginErrors, st.CorruptPages, st.Degraded)
 	if mode != "ram" {
 		// Restart and verify every resident page's bytes.
