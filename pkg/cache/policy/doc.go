@@ -1277,7 +1277,7 @@
 //     shared traces); a run of a whole size instead of a quarter still lost
 //     about a point at zigzag 25%.
 //
-// # Seventeenth round: three measured, none kept
+// # Seventeenth round: four measured, none kept
 //
 // Where the misses come from, full-size replays of each candidate
 // (TestDiag): at small-concat 25%, small-mixed 10% and small-phases 25% the
@@ -1305,6 +1305,11 @@
 //   - Large caches starting from ARC instead of the sticky 1% window (with
 //     the larger shadows): seed 1 3 misses, mean -0.114; the early shadows
 //     moved it to the 1% window at the fill anyway.
+//   - A full-sampling tuner deciding again a quarter period after a switch
+//     (at small-mixed 10% it went to the 10% window and reached LRU a
+//     whole period later): small-mixed 10% from -1.13 to -0.35, but
+//     small-mixed 5% from -0.45 to -0.79, small set 4, 8, 6, 5, 7 misses,
+//     mean +0.532 against +0.527; half a period after: 6, 8, 7, 6, 9.
 //
 // # Cost
 //
