@@ -724,11 +724,17 @@ func (h *ha) watchLeader() {
 		}
 		h.s.leaderInfo.Store(&l)
 		h.checkDeposed(resp)
-		wctx, wcancel := context.WithCancel(h.ctx)
-		wch := h.cli.Watch(clientv3.WithRequireLeader(wctx), h.keyElection, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 		// A watch does not end when etcd becomes unreachable (the client
 		// reconnects behind it): read again every session TTL as well, so an
 		// unreachable etcd is noticed within a TTL plus an etcd call's timeout.
+		// The watch's context ends at that TTL too: creating a watch waits
+		// for the client's watch stream, which, when etcd went away just
+		// after the read above, is reconnecting and does not answer until
+		// the context ends, and a scheduler waiting there kept naming the
+		// leader of its last read (itself, deposed, in TestHAEtcdDown under
+		// load) for as long as etcd stayed down.
+		wctx, wcancel := context.WithTimeout(h.ctx, h.cfg.SessionTTL)
+		wch := h.cli.Watch(clientv3.WithRequireLeader(wctx), h.keyElection, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 		recheck := time.NewTimer(h.cfg.SessionTTL)
 		select {
 		case <-wch: // any change (or an error): read again
