@@ -21,7 +21,11 @@
 // Roles: cache nodes own ranges of the ring. Observers (the scheduler,
 // locusctl) join the gossip to watch it and own nothing; an observer may
 // leave BlockSize and Replication 0 and learn the cluster's from
-// View.BlockSize and View.Replication.
+// View.BlockSize and View.Replication. A cache node that announces no
+// capacity (its cache passes every read through: no slab fitted on its
+// disk and it has no memory tier) owns nothing either while any cache
+// node announces some: it would never cache its share of the blocks. It
+// stays a member and may run tasks, reading through the owners.
 //
 // # Who may join
 //

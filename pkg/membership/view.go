@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/locuscache/locus/pkg/ring"
@@ -164,11 +165,19 @@ func buildView(members []Member, seq uint64, prev *View, cfg ring.Config) (*View
 }
 
 // ringNodes returns the ring members among members (sorted by id): the cache
-// nodes, alive or draining, each of weight 1.
+// nodes, alive or draining, each of weight 1, except those that announce no
+// cache capacity while another does. Ownership decides where a block is
+// cached; a node whose cache passes every read through (no slab fitted on
+// its disk, and no memory tier) would never cache its share of the blocks,
+// and every read of them, its own and its peers', would go to the origin.
+// It stays a member: tasks may run there, reading through the owners. When
+// no node announces a cache, all own blocks, as the ring still spreads the
+// tasks' placement.
 func ringNodes(members []Member) []ring.Node {
+	cached := slices.ContainsFunc(members, func(m Member) bool { return !m.IsObserver() && m.CapacityBytes > 0 })
 	nodes := make([]ring.Node, 0, len(members))
 	for _, m := range members {
-		if m.IsObserver() {
+		if m.IsObserver() || (cached && m.CapacityBytes == 0) {
 			continue
 		}
 		nodes = append(nodes, ring.Node{ID: m.ID, Rack: m.Rack, Weight: 1})

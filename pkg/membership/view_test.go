@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -202,6 +203,43 @@ func TestViewReplication(t *testing.T) {
 		v := &View{Members: tc.members}
 		if got := v.Replication(); got != tc.want {
 			t.Errorf("%s: Replication() = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestCachelessNodesOwnNothing: a cache member that announces no capacity
+// (its cache passes every read through: no slab fitted on its disk and it
+// has no memory tier) owns no blocks while another member has a cache, so
+// its share of the blocks is cached elsewhere instead of never; it stays a
+// member (tasks may still run there). When no member has a cache, all
+// own blocks as before (placement still spreads tasks by the ring).
+// Was: every cache member was in the ring whatever its capacity.
+func TestCachelessNodesOwnNothing(t *testing.T) {
+	withCap := func(m Member, c int64) Member { m.CapacityBytes = c; return m }
+	a, b, c := member("a", "r1", StateAlive, RoleCache), member("b", "r1", StateAlive, RoleCache), member("c", "r2", StateDraining, RoleCache)
+	for _, tc := range []struct {
+		name    string
+		members []Member
+		want    []string
+	}{
+		{"one cacheless", []Member{withCap(a, 1<<30), withCap(b, 0), withCap(c, 1<<30)}, []string{"a", "c"}},
+		{"only one has a cache", []Member{withCap(a, 0), withCap(b, 1<<20), withCap(c, 0)}, []string{"b"}},
+		{"none has a cache", []Member{withCap(a, 0), withCap(b, 0)}, []string{"a", "b"}},
+		{"all have", []Member{withCap(a, 1), withCap(b, 2)}, []string{"a", "b"}},
+	} {
+		v, err := NewView(tc.members, ring.Config{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var got []string
+		for _, n := range v.Ring.Nodes() {
+			got = append(got, n.ID)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: ring nodes %v, want %v", tc.name, got, tc.want)
+		}
+		if len(v.Members) != len(tc.members) {
+			t.Errorf("%s: %d members, want all %d", tc.name, len(v.Members), len(tc.members))
 		}
 	}
 }

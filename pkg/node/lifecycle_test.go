@@ -1,12 +1,14 @@
 package node_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -302,5 +304,47 @@ func TestAnnouncedCapacity(t *testing.T) {
 				t.Fatalf("cache mode %q, announced capacity %d; want %s, %d", st.Mode, m.CapacityBytes, tc.mode, tc.capacity)
 			}
 		})
+	}
+}
+
+// TestCachelessNodeOwnsNothing: in a cluster of three real nodes where one
+// has no cache (a disk too small for one slab, no memory tier), every node
+// builds a ring of the other two, so the cacheless node's share of the
+// blocks is cached there: a second read through the cacheless node is all
+// peer hits, where it used to go to the origin for the blocks it owned.
+func TestCachelessNodeOwnsNothing(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a 64 KiB tmpfs (%v: %s)", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	mem := origintest.NewMemStore()
+	size := int64(8 * nodetest.DefaultBlockSize) // blocks spread over every node of the ring
+	uri := "s3://bkt/cacheless.bin"
+	data := randBytes(11, int(size))
+	mem.Put(uri, data)
+	c := nodetest.Start(t, nodetest.Options{N: 3, Origin: mem, Replication: 1, Mutate: func(i int, cfg *node.Config) {
+		if i == 2 {
+			cfg.CacheDir, cfg.CacheSize, cfg.MemorySize = dir, 64<<20, 0
+		}
+	}})
+	if st := c.Nodes[2].CacheStats(); st.Mode != "pass-through" {
+		t.Fatalf("node 2's cache mode %q, want pass-through", st.Mode)
+	}
+	for i, n := range c.Nodes {
+		var ids []string
+		for _, rn := range n.View().Ring.Nodes() {
+			ids = append(ids, rn.ID)
+		}
+		if len(ids) != 2 || slices.Contains(ids, c.Nodes[2].ID()) {
+			t.Fatalf("node %d's ring: %v, want the two nodes with a cache", i, ids)
+		}
+	}
+	cl := c.Client(t, 2)
+	rangeRead(t, cl, uri, 0, size)
+	got, s := rangeRead(t, cl, uri, 0, size)
+	if s.OriginBytes != 0 || s.PeerHitBytes != size || !bytes.Equal(got, data) {
+		t.Fatalf("second read through the cacheless node: %d origin bytes, %d peer hit bytes (want 0 and %d), bytes equal %v",
+			s.OriginBytes, s.PeerHitBytes, size, bytes.Equal(got, data))
 	}
 }

@@ -136,6 +136,10 @@ func New(cfg Config) (_ *Node, err error) {
 	cs := n.cache.Stats()
 	n.log.Info("cache open", "mode", cs.Mode, "dir", cfg.CacheDir, "capacity_bytes", cs.CapacityBytes,
 		"verify_always", cfg.CacheVerifyAlways, "reindexed_pages", cs.ReindexedPages, "took", time.Since(t0).Round(time.Millisecond))
+	if cs.CapacityBytes == 0 {
+		n.log.Warn("the cache has no room (no slab fits in the cache directory, and no --memory-size): it passes every read through and this node owns no blocks while another node has a cache; free the disk or set --memory-size, then restart",
+			"dir", cfg.CacheDir, "reason", cs.DegradedReason)
+	}
 
 	if n.grpcLis, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
 		return nil, fmt.Errorf("node: gRPC listener: %w", err)
