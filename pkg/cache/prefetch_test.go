@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/locuscache/locus/pkg/cache"
@@ -66,4 +67,51 @@ func missPages(s cache.Stats) int64 {
 		n += m.Pages
 	}
 	return n
+}
+
+// A Prefetch does not use a page's RAM-tier copy: RAMHits counts reads
+// served from the RAM tier, and a warm-up is not one. Was: every page a
+// Prefetch found cached with a RAM copy counted a RAM hit.
+func TestPrefetchLeavesTheRAMTierAlone(t *testing.T) {
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/ram-warm", "v", 4*testPage)
+	c := newDisk(t, org, t.TempDir(), 16, func(cfg *cache.Config) { cfg.MemoryBytes = 4 * testPage })
+	ctx := context.Background()
+	dst := make([]byte, obj.Size)
+	for range 4 { // cached, hit twice (copied to the RAM tier), then a RAM hit
+		if _, err := c.Get(ctx, obj, 0, obj.Size, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := c.Stats()
+	if before.RAMPages != 4 || before.RAMHits == 0 {
+		t.Fatalf("after four reads: %d RAM pages, %d RAM hits; want 4 and some", before.RAMPages, before.RAMHits)
+	}
+	res, err := c.Prefetch(ctx, obj, 0, obj.Size)
+	if err != nil || res.HitPages != 4 {
+		t.Fatalf("Prefetch: %+v, %v; want 4 hit pages", res, err)
+	}
+	if after := c.Stats(); after.RAMHits != before.RAMHits || after.PrefetchCachedPages != 4 {
+		t.Errorf("Prefetch of 4 RAM-tier pages: RAMHits %d -> %d (want unchanged), PrefetchCachedPages %d (want 4)",
+			before.RAMHits, after.RAMHits, after.PrefetchCachedPages)
+	}
+}
+
+// An object of more than 2^32 pages is never cached, so its Prefetch has
+// nothing to do: it fetches nothing (it used to read the whole range from
+// the origin and count it nowhere).
+func TestPrefetchOfAnUncacheableObjectFetchesNothing(t *testing.T) {
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://b/huge-warm", "v", math.MaxInt64)
+	c := newRAM(t, org, 8)
+	res, err := c.Prefetch(context.Background(), obj, 0, 3*testPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := org.Calls(); n != 0 || res.Bytes != 0 {
+		t.Errorf("Prefetch of a 2^63-byte object: %d origin calls, result %+v; want none", n, res)
+	}
+	if st := c.Stats(); st.PrefetchFetchedPages != 0 || missPages(st) != 0 || st.OriginBytes != 0 {
+		t.Errorf("Stats after it: %+v", st)
+	}
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -149,7 +150,10 @@ func (c *Cache) ViewVerified(ctx context.Context, obj Object, off, length int64,
 // and the others as misses by cause, as a read's does; but Stats counts
 // them apart from the reads' (PrefetchCachedPages, PrefetchFetchedPages),
 // so that HitPages and Misses, and the hit ratio made of them, are the
-// readers' alone, and the sizing estimators do not see them.
+// readers' alone, and the sizing estimators do not see them. Nor does the
+// RAM tier: a Prefetch does not count as a use of a page's RAM copy. An
+// object of more than 2^32 pages is never cached: its Prefetch returns at
+// once, fetching nothing.
 func (c *Cache) Prefetch(ctx context.Context, obj Object, off, length int64) (ReadResult, error) {
 	s := sink{warm: true}
 	return c.read(ctx, obj, off, length, &s)
@@ -177,6 +181,9 @@ func (c *Cache) read(ctx context.Context, obj Object, off, length int64, s *sink
 		c.dropObject(stale)
 	}
 	if o.npages > maxObjectPages {
+		if s.warm {
+			return res, nil // such an object is never cached: nothing to prefetch
+		}
 		return res, c.readThrough(ctx, o, obj, off, end, s, &res)
 	}
 	st := c.states.Get().(*readState)
@@ -234,10 +241,8 @@ func (c *Cache) readThrough(ctx context.Context, o *object, obj Object, off, end
 			res.Misses[MissCold].Pages++
 			res.Misses[MissCold].Bytes += r - q
 			c.uncacheable.Add(1)
-			if !s.warm {
-				c.throughPages.Add(1)
-				c.throughBytes.Add(r - q)
-			}
+			c.throughPages.Add(1)
+			c.throughBytes.Add(r - q)
 			q = r
 		}
 		pos += n
@@ -407,6 +412,9 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 			lo, hi := within(off, end, ps, r.page)
 			c.uncount(o, r, int64(hi-lo))
 		}
+		// Entries from an earlier retry, past this window, come after
+		// this window's: keep them in page order (ownFetches merges).
+		slices.SortFunc(st.fetched, func(a, b ownFetch) int { return cmp.Compare(a.page, b.page) })
 	}
 	if err != nil && !retry {
 		// The read stopped (its reader's error or its context) before
@@ -436,14 +444,21 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 // taken back. Either way the page leaves st.fetched.
 func (c *Cache) ownFetches(st *readState, o *object, refs []pageRef, off, end int64, warm bool) {
 	ps := c.cfg.PageSize
+	// refs and st.fetched are in page order: one merge walk, keeping the
+	// entries of pages this window does not hold.
+	fetched, k := st.fetched, 0
+	kept := fetched[:0] // compacted in place, behind k
 	for i := range refs {
 		r := &refs[i]
-		k := slices.IndexFunc(st.fetched, func(f ownFetch) bool { return f.page == r.page })
-		if k < 0 {
+		for k < len(fetched) && fetched[k].page < r.page {
+			kept = append(kept, fetched[k])
+			k++
+		}
+		if k == len(fetched) || fetched[k].page != r.page {
 			continue
 		}
-		f := st.fetched[k]
-		st.fetched = slices.Delete(st.fetched, k, k+1)
+		f := fetched[k]
+		k++
 		lo, hi := within(off, end, ps, r.page)
 		if r.kind == refHit {
 			c.uncount(o, r, int64(hi-lo))
@@ -460,6 +475,7 @@ func (c *Cache) ownFetches(st *readState, o *object, refs []pageRef, off, end in
 		}
 		sh.mu.Unlock()
 	}
+	st.fetched = append(kept, fetched[k:]...)
 }
 
 // releaseRefs releases what a window holds for pages it did not deliver
@@ -552,8 +568,8 @@ func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64, s *sink) pag
 				sh.st.hitBytes += bytes
 			}
 			ref := pageRef{kind: refHit, page: p, slot: slot, warm: s.warm}
-			if c.ram != nil && !s.verify {
-				if ref.ram = c.ram.pin(m); ref.ram == 0 && !s.warm {
+			if c.ram != nil && !s.verify && !s.warm { // a Prefetch needs no bytes: the RAM tier is not asked
+				if ref.ram = c.ram.pin(m); ref.ram == 0 {
 					m.hits = min(m.hits+1, 255)
 					ref.promote = m.hits >= 2
 				}
