@@ -265,13 +265,26 @@ func (c *Cluster) startNode(ctx context.Context, i int, join []string) (*node.No
 	return n, nil
 }
 
+// cacheMembers counts the cache nodes among v's members.
+func cacheMembers(v *membership.View) int {
+	n := 0
+	for _, m := range v.Members {
+		if !m.IsObserver() {
+			n++
+		}
+	}
+	return n
+}
+
 // waitConverged waits until every node sees all of them with one epoch.
 func (c *Cluster) waitConverged(ctx context.Context) (uint64, error) {
 	for {
 		epoch, ok := c.Nodes[0].View().Epoch, true
 		for _, n := range c.Nodes {
 			v := n.View()
-			if v.Epoch != epoch || v.Ring == nil || v.Ring.Len() != len(c.Nodes) {
+			// Members, not ring nodes: a node without a cache is a member
+			// that owns no blocks.
+			if v.Epoch != epoch || v.Ring == nil || cacheMembers(v) != len(c.Nodes) {
 				ok = false
 			}
 		}
