@@ -1277,7 +1277,7 @@
 //     shared traces); a run of a whole size instead of a quarter still lost
 //     about a point at zigzag 25%.
 //
-// # Seventeenth round: five measured, none kept
+// # Seventeenth round: six measured, none kept
 //
 // Where the misses come from, full-size replays of each candidate
 // (TestDiag): at small-concat 25%, small-mixed 10% and small-phases 25% the
@@ -1317,6 +1317,13 @@
 //     +0.527 (small-db 50% passes, small-zipf-scans 10% -0.9 to -1.7);
 //     shared traces 6, 5, 3, 4, 5 misses against 0, 1, 0, 1, 0, mean
 //     +0.853 against +0.785.
+//   - The start candidate admitting the next quarter of its capacity
+//     without a contest once it has missed a quarter of its capacity in a
+//     row (a bet that a new working set's first pass comes back, bounded
+//     so a scan can displace only that much): small set 6, 6, 7, 5, 9
+//     misses, mean +0.205 against +0.527 (the loops lose 1 to 4 points:
+//     the admitted keys push out a loop's kept part); small-concat 25%
+//     unchanged.
 //
 // # Cost
 //
