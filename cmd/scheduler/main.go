@@ -240,7 +240,7 @@ func buildConfig(o options, log *slog.Logger) (scheduler.Config, error) {
 		cfg.Etcd.Password = pw
 	}
 	var err error
-	if cfg.TLS, cfg.ClientTLS, err = loadTLS(o.tlsCert, o.tlsKey, o.tlsCA, log); err != nil {
+	if cfg.TLS, cfg.ClientTLS, cfg.ClientTLSFor, err = loadTLS(o.tlsCert, o.tlsKey, o.tlsCA, log); err != nil {
 		return cfg, err
 	}
 	if o.etcdCA != "" || o.etcdCert != "" {
@@ -266,32 +266,36 @@ func readSecret(path string) (string, error) {
 }
 
 // loadTLS builds the listeners' TLS config (and the one to dial another
-// scheduler with, when forwarding): with --tls-ca, clients must present a
-// certificate signed by it. The certificate and key are reloaded when
-// their files change (tlsreload), so a rotated certificate needs no
-// restart; the CA is read once.
-func loadTLS(certFile, keyFile, caFile string, log *slog.Logger) (server, client *tls.Config, err error) {
+// scheduler with, when forwarding, and with --tls-ca a function that
+// gives it per connection): with --tls-ca, clients must present a
+// certificate signed by it. The certificate and key, and the CA bundle,
+// are reloaded when their files change (tlsreload), so neither a rotated
+// certificate nor a rotated CA needs a restart. The etcd client's CA
+// (etcdTLS) is read once.
+func loadTLS(certFile, keyFile, caFile string, log *slog.Logger) (server, client *tls.Config, clientFor func() *tls.Config, err error) {
 	switch {
 	case certFile == "" && keyFile == "" && caFile == "":
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	case certFile == "" || keyFile == "":
-		return nil, nil, errors.New("--tls-cert and --tls-key go together")
+		return nil, nil, nil, errors.New("--tls-cert and --tls-key go together")
 	}
 	pair, err := tlsreload.Load(certFile, keyFile, log)
 	if err != nil {
-		return nil, nil, fileError{fmt.Errorf("--tls-cert %s / --tls-key %s: %w", certFile, keyFile, err)}
+		return nil, nil, nil, fileError{fmt.Errorf("--tls-cert %s / --tls-key %s: %w", certFile, keyFile, err)}
 	}
 	server = &tls.Config{GetCertificate: pair.GetCertificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
 	client = &tls.Config{GetClientCertificate: pair.GetClientCertificate, MinVersion: tls.VersionTLS12}
 	if caFile != "" {
-		pool, err := readPool(caFile)
+		ca, err := tlsreload.LoadCA(caFile, log)
 		if err != nil {
-			return nil, nil, fileError{fmt.Errorf("--tls-ca: %w", err)}
+			return nil, nil, nil, fileError{fmt.Errorf("--tls-ca: %w", err)}
 		}
-		server.ClientCAs, server.ClientAuth = pool, tls.RequireAndVerifyClientCert
-		client.RootCAs = pool
+		ca.RequireClients(server)
+		client.RootCAs = ca.Pool()
+		base := client.Clone()
+		clientFor = func() *tls.Config { return ca.ClientConfig(base) }
 	}
-	return server, client, nil
+	return server, client, clientFor, nil
 }
 
 // etcdTLS builds the etcd client's TLS config; its client certificate is

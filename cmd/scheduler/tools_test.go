@@ -137,4 +137,24 @@ func TestTLSAndToken(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
+
+	// CA rotation: a new CA joins the bundle and the certificate is
+	// reissued from it. Once the scheduler has taken both (within the
+	// check interval), a client whose certificate comes from the new CA
+	// places over mTLS (was: refused until a restart, the bundle being
+	// read once).
+	files.RotateCA(t)
+	deadline = time.Now().Add(30 * time.Second)
+	newCA := &http.Client{Transport: &http.Transport{TLSClientConfig: files.ClientConfig()}, Timeout: 5 * time.Second}
+	for {
+		resp, err := newCA.Get("https://" + p.HTTPAddr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a client certificate of the new CA is still refused 30 s after it joined the bundle: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

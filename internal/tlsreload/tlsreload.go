@@ -14,8 +14,11 @@
 // load (the key written but not yet its certificate, a bad file) is
 // logged and the old one kept.
 //
-// The CA bundle (--tls-ca) is still read once: a CA changes far more
-// rarely than the certificates it signs, and a new one takes a restart.
+// A CA bundle (--tls-ca) is reloaded the same way (CA): a server asks
+// for client certificates signed by the current bundle, and a client
+// checks the server's certificate against it, so a CA rotation (the new
+// CA added to the bundle, certificates reissued, the old CA removed)
+// needs no restart either. See ca.go.
 package tlsreload
 
 import (
@@ -23,10 +26,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
-	"os"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -40,36 +39,36 @@ const DefaultInterval = 10 * time.Second
 // broken.
 const ExpiryWarning = 7 * 24 * time.Hour
 
+// settings are what the options set, shared by Pair and CA.
+type settings struct {
+	interval time.Duration
+	now      func() time.Time
+}
+
 // Pair is a certificate and key loaded from files and reloaded when they
 // change. Its methods are safe for concurrent use.
 type Pair struct {
-	certFile, keyFile string
-	interval          time.Duration
-	now               func() time.Time
-	log               *slog.Logger
-
-	cur     atomic.Pointer[tls.Certificate]
-	checked atomic.Int64 // unix nanoseconds of the last check of the files
-
-	mu    sync.Mutex // serialises checks; guards stamp
-	stamp stamp      // of the files when last loaded (or tried)
+	w        watched[tls.Certificate]
+	certFile string
+	log      *slog.Logger
 }
 
-// stamp identifies the contents of the two files without reading them.
-type stamp struct {
-	certMod, keyMod   time.Time
-	certSize, keySize int64
-	certIno, keyIno   uint64 // a file replaced by rename (Kubernetes' swap) is a new inode
-}
-
-// Option changes a Pair's defaults (for tests).
-type Option func(*Pair)
+// Option changes a Pair's or a CA's defaults (for tests).
+type Option func(*settings)
 
 // WithInterval sets how often, at most, the files are checked.
-func WithInterval(d time.Duration) Option { return func(p *Pair) { p.interval = d } }
+func WithInterval(d time.Duration) Option { return func(s *settings) { s.interval = d } }
 
 // WithClock replaces time.Now.
-func WithClock(now func() time.Time) Option { return func(p *Pair) { p.now = now } }
+func WithClock(now func() time.Time) Option { return func(s *settings) { s.now = now } }
+
+func newSettings(opts []Option) settings {
+	s := settings{interval: DefaultInterval, now: time.Now}
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
 
 // Load reads the pair from certFile and keyFile; an error names the files.
 // log (nil: discard) gets a line for every reload, failed reload and
@@ -78,22 +77,28 @@ func Load(certFile, keyFile string, log *slog.Logger, opts ...Option) (*Pair, er
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pair{certFile: certFile, keyFile: keyFile, interval: DefaultInterval, now: time.Now, log: log}
-	for _, o := range opts {
-		o(p)
+	p := &Pair{certFile: certFile, log: log}
+	p.w = watched[tls.Certificate]{
+		files:    []watchedFile{{certFile, "certificate"}, {keyFile, "key"}},
+		settings: newSettings(opts),
+		load:     func() (*tls.Certificate, error) { return load(certFile, keyFile) },
+		loaded: func(cert *tls.Certificate) {
+			log.Info("TLS certificate reloaded", "cert", certFile, "subject", cert.Leaf.Subject.String(),
+				"serial", cert.Leaf.SerialNumber.String(), "not_after", cert.Leaf.NotAfter.UTC().Format(time.RFC3339))
+			p.warnExpiry(cert)
+		},
+		failed: func(err error, st bool) {
+			if st {
+				log.Warn("TLS certificate files unreadable; keeping the loaded certificate", "err", err)
+				return
+			}
+			log.Warn("TLS certificate files changed but do not load; keeping the loaded certificate until they do", "err", err)
+		},
 	}
-	st, err := p.stat()
-	if err != nil {
+	if err := p.w.start(); err != nil {
 		return nil, err
 	}
-	cert, err := load(certFile, keyFile)
-	if err != nil {
-		return nil, err
-	}
-	p.stamp = st
-	p.cur.Store(cert)
-	p.checked.Store(p.now().UnixNano())
-	p.warnExpiry(cert)
+	p.warnExpiry(p.w.cur.Load())
 	return p, nil
 }
 
@@ -111,65 +116,15 @@ func load(certFile, keyFile string) (*tls.Certificate, error) {
 	return &cert, nil
 }
 
-func (p *Pair) stat() (stamp, error) {
-	c, err := os.Stat(p.certFile)
-	if err != nil {
-		return stamp{}, fmt.Errorf("certificate %s: %w", p.certFile, err)
-	}
-	k, err := os.Stat(p.keyFile)
-	if err != nil {
-		return stamp{}, fmt.Errorf("key %s: %w", p.keyFile, err)
-	}
-	return stamp{certMod: c.ModTime(), keyMod: k.ModTime(), certSize: c.Size(), keySize: k.Size(), certIno: inode(c), keyIno: inode(k)}, nil
-}
-
-// inode is fi's inode number, 0 where the platform does not say.
-func inode(fi os.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Ino)
-	}
-	return 0
-}
-
 // Certificate returns the current pair, first loading the files again if
 // the check interval has passed and they changed.
-func (p *Pair) Certificate() *tls.Certificate {
-	now := p.now()
-	if now.UnixNano()-p.checked.Load() < int64(p.interval) {
-		return p.cur.Load()
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if now.UnixNano()-p.checked.Load() < int64(p.interval) {
-		return p.cur.Load() // another handshake just checked
-	}
-	p.checked.Store(now.UnixNano())
-	st, err := p.stat()
-	if err != nil {
-		p.log.Warn("TLS certificate files unreadable; keeping the loaded certificate", "err", err)
-		return p.cur.Load()
-	}
-	if st == p.stamp {
-		return p.cur.Load()
-	}
-	p.stamp = st // tried once per change: a pair that fails waits for the next one
-	cert, err := load(p.certFile, p.keyFile)
-	if err != nil {
-		p.log.Warn("TLS certificate files changed but do not load; keeping the loaded certificate until they do", "err", err)
-		return p.cur.Load()
-	}
-	p.cur.Store(cert)
-	p.log.Info("TLS certificate reloaded", "cert", p.certFile, "subject", cert.Leaf.Subject.String(),
-		"serial", cert.Leaf.SerialNumber.String(), "not_after", cert.Leaf.NotAfter.UTC().Format(time.RFC3339))
-	p.warnExpiry(cert)
-	return cert
-}
+func (p *Pair) Certificate() *tls.Certificate { return p.w.get() }
 
 func (p *Pair) warnExpiry(cert *tls.Certificate) {
 	if cert.Leaf == nil {
 		return
 	}
-	if left := cert.Leaf.NotAfter.Sub(p.now()); left < ExpiryWarning {
+	if left := cert.Leaf.NotAfter.Sub(p.w.now()); left < ExpiryWarning {
 		p.log.Warn("TLS certificate expires soon (or has expired): renew it; the new files are picked up without a restart",
 			"cert", p.certFile, "not_after", cert.Leaf.NotAfter.UTC().Format(time.RFC3339), "left", left.Round(time.Minute).String())
 	}

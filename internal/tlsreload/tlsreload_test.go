@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,46 @@ func replace(t *testing.T, path string, data []byte) {
 	}
 }
 
+// serveHandshakes listens on loopback with cfg and, for each connection,
+// handshakes and calls done with the connection and the handshake's error.
+// The listener closes when the test ends.
+func serveHandshakes(t *testing.T, cfg *tls.Config, done func(*tls.Conn, error)) net.Listener {
+	t.Helper()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				tc := c.(*tls.Conn)
+				done(tc, tc.Handshake())
+			}()
+		}
+	}()
+	return ln
+}
+
 type files struct{ cert, key string }
+
+// issuePair writes a certificate of ca (serial, expiry exp) and its key
+// into a new directory and loads them, checked at every call.
+func issuePair(t *testing.T, ca *testcert.CA, serial int64, exp time.Time) (files, *Pair) {
+	t.Helper()
+	c, k := ca.Leaf(t, serial, exp)
+	f := writePair(t, t.TempDir(), c, k)
+	p, err := Load(f.cert, f.key, nil, WithInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, p
+}
 
 func writePair(t *testing.T, dir string, c, k []byte) files {
 	f := files{filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")}
@@ -167,43 +207,18 @@ func TestExpiryWarning(t *testing.T) {
 func TestHandshakesSeeRotation(t *testing.T) {
 	is := testcert.NewCA(t)
 	exp := time.Now().Add(20 * 24 * time.Hour)
-	sc, sk := is.Leaf(t, 10, exp)
-	srvFiles := writePair(t, t.TempDir(), sc, sk)
-	cc, ck := is.Leaf(t, 20, exp)
-	cliFiles := writePair(t, t.TempDir(), cc, ck)
-	srv, err := Load(srvFiles.cert, srvFiles.key, nil, WithInterval(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := Load(cliFiles.cert, cliFiles.key, nil, WithInterval(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
-		GetCertificate: srv.GetCertificate, ClientCAs: is.Pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	srvFiles, srv := issuePair(t, is, 10, exp)
+	cliFiles, cli := issuePair(t, is, 20, exp)
 	clientSerials := make(chan int64, 64)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				tc := c.(*tls.Conn)
-				if err := tc.Handshake(); err != nil {
-					clientSerials <- -1
-					return
-				}
-				clientSerials <- tc.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
-			}()
+	ln := serveHandshakes(t, &tls.Config{
+		GetCertificate: srv.GetCertificate, ClientCAs: is.Pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
+	}, func(tc *tls.Conn, err error) {
+		if err != nil {
+			clientSerials <- -1
+			return
 		}
-	}()
+		clientSerials <- tc.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+	})
 	dial := func() (server, client int64) {
 		t.Helper()
 		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{

@@ -184,7 +184,7 @@ func New(cfg Config) (_ *Node, err error) {
 
 	var creds credentials.TransportCredentials
 	if n.tls != nil {
-		creds = credentials.NewTLS(n.tls.client)
+		creds = n.tls.peerCreds()
 	}
 	n.peers = newPeerPool(creds, cfg.PeerIdleTimeout, cfg.PeerBackoff, n.log, n.metrics)
 

@@ -2,10 +2,10 @@ package node
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"log/slog"
-	"os"
+
+	"google.golang.org/grpc/credentials"
 
 	"github.com/locuscache/locus/internal/tlsreload"
 )
@@ -14,7 +14,17 @@ import (
 // and --tls-ca.
 type tlsSetup struct {
 	server *tls.Config // gRPC and HTTP listeners
-	client *tls.Config // dialing peers
+	client *tls.Config // dialing peers: the base of peerCreds
+	ca     *tlsreload.CA
+}
+
+// peerCreds are the gRPC credentials for dialing peers: with a CA, each
+// handshake checks the peer against the CA bundle as it is then.
+func (s *tlsSetup) peerCreds() credentials.TransportCredentials {
+	if s.ca != nil {
+		return s.ca.ClientCredentials(s.client)
+	}
+	return credentials.NewTLS(s.client)
 }
 
 // loadTLS builds the TLS configurations. With only a certificate and key
@@ -23,10 +33,11 @@ type tlsSetup struct {
 // (mTLS), peers must present server certificates signed by it, and the node
 // presents its own certificate when it dials. Errors wrap ErrTLS.
 //
-// The certificate and key are reloaded when their files change
-// (tlsreload: checked at most every 10 s by a handshake), so a rotated
-// certificate (cert-manager, a Kubernetes Secret updated in place) is
-// served and presented without a restart; the CA is read once.
+// The certificate and key, and the CA bundle, are reloaded when their
+// files change (tlsreload: checked at most every 10 s by a handshake), so
+// a rotated certificate (cert-manager, a Kubernetes Secret updated in
+// place) is served and presented, and a rotated CA trusted, without a
+// restart.
 func loadTLS(certFile, keyFile, caFile string, log *slog.Logger) (*tlsSetup, error) {
 	if certFile == "" {
 		return nil, nil
@@ -40,17 +51,10 @@ func loadTLS(certFile, keyFile, caFile string, log *slog.Logger) (*tlsSetup, err
 		client: &tls.Config{GetClientCertificate: pair.GetClientCertificate, MinVersion: tls.VersionTLS12},
 	}
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: CA file: %v", ErrTLS, err)
+		if s.ca, err = tlsreload.LoadCA(caFile, log); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrTLS, err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: CA file %s holds no PEM certificate", ErrTLS, caFile)
-		}
-		s.server.ClientCAs = pool
-		s.server.ClientAuth = tls.RequireAndVerifyClientCert
-		s.client.RootCAs = pool
+		s.ca.RequireClients(s.server)
 	}
 	return s, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/locuscache/locus/pkg/node"
 	"github.com/locuscache/locus/pkg/node/nodetest"
 	"github.com/locuscache/locus/pkg/origin/origintest"
+	"github.com/locuscache/locus/pkg/readpath"
 	cachev1 "github.com/locuscache/locus/proto/cache/v1"
 )
 
@@ -169,4 +170,75 @@ func TestCertificateRotation(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("HTTPS /healthz after rotation: %d", res.StatusCode)
 	}
+}
+
+// TestCARotation: two mTLS nodes go through a CA rotation without a
+// restart. A new CA joins the bundle and the nodes' certificates are
+// reissued from it: clients with either CA's certificate are served and
+// the nodes keep reading each other's pages. Then the old CA leaves the
+// bundle: a client certificate of the old CA is refused, and clients of
+// the new one read through both nodes (the nodes' peer connections opened
+// before stay up, as TLS connections do). Was: the bundle was read once,
+// so the reissued certificates were refused by every node until a restart.
+func TestCARotation(t *testing.T) {
+	files := nodetest.NewTLS(t)
+	mem := origintest.NewMemStore()
+	size := int64(8 * nodetest.DefaultBlockSize)
+	data := randBytes(12, int(size))
+	uri := "s3://bkt/ca-rotation.bin"
+	mem.Put(uri, data)
+	c := nodetest.Start(t, nodetest.Options{N: 2, Origin: mem, TLS: files, MTLS: true, Replication: 1})
+	read := func(step string, node int) {
+		t.Helper()
+		cl := dialWith(t, c.Nodes[node].GRPCAddr(), credentials.NewTLS(files.ClientConfig()))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		got, s, err := nodetest.ReadRange(ctx, cl, &cachev1.ReadRangeRequest{Uri: uri, Offset: 0, Length: size})
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s: read through node %d: %v (bytes equal %v)", step, node, err, bytes.Equal(got, data))
+		}
+		if b := s.Misses[readpath.OwnerUnavailable].Bytes; b != 0 {
+			t.Fatalf("%s: node %d read %d bytes around unreachable owners, want peer reads", step, node, b)
+		}
+	}
+	read("before", 0)
+	old := files.RotateCA(t)
+	// Wait for the nodes to take the bundle and the new certificate (each
+	// checked at most every 10 s), then read through the other node, whose
+	// peer connections are new or old: both must work.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := tls.Dial("tcp", c.Nodes[1].GRPCAddr(), files.ClientConfig())
+		if err == nil {
+			serial := conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+			conn.Close()
+			if serial == files.Cert.Leaf.SerialNumber.Int64() {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 1 does not serve the reissued certificate 30 s after the rotation (last error %v)", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	read("both CAs", 1)
+	oldCert, oldKey := old.Leaf(t, 99, time.Now().Add(24*time.Hour))
+	oldPair, err := tls.X509KeyPair(oldCert, oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldClient := &tls.Config{RootCAs: files.CA, Certificates: []tls.Certificate{oldPair}, MinVersion: tls.VersionTLS12}
+	if err := ping(dialWith(t, c.Nodes[0].GRPCAddr(), credentials.NewTLS(oldClient))); err != nil {
+		t.Fatalf("a client certificate of the old CA while both are in the bundle: %v", err)
+	}
+	files.DropOldCA(t)
+	deadline = time.Now().Add(30 * time.Second)
+	for ping(dialWith(t, c.Nodes[0].GRPCAddr(), credentials.NewTLS(oldClient))) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("node 0 still takes a client certificate of the removed CA 30 s after it left the bundle")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	read("new CA", 0)
+	read("new CA", 1)
 }

@@ -114,6 +114,11 @@ type Config struct {
 	// to the leader, Etcd.Forward) when TLS is on: the CA to verify it,
 	// and the client certificate when it requires one.
 	ClientTLS *tls.Config
+	// ClientTLSFor, if set, is called for each new connection to another
+	// scheduler and its configuration used instead of ClientTLS
+	// (cmd/scheduler: ClientTLS trusting the --tls-ca bundle as it is
+	// then, so a rotated CA needs no restart).
+	ClientTLSFor func() *tls.Config
 
 	// BlockSize is the cluster block size used to compute placement keys.
 	// 0 (default) takes the cache nodes' (View.BlockSize), 128 MiB while

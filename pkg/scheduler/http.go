@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -232,11 +234,25 @@ func tooLarge(limit int64) error {
 	return fmt.Errorf("%w: the limit is %d bytes", ErrTooLarge, limit)
 }
 
-// forwardTransport dials the leader (with Config.ClientTLS).
+// forwardTransport dials the leader (with Config.ClientTLS, or a
+// configuration from Config.ClientTLSFor per connection).
 func (s *Scheduler) forwardTransport() http.RoundTripper {
 	s.fwdOnce.Do(func() {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.TLSClientConfig = s.cfg.ClientTLS
+		if tlsFor := s.cfg.ClientTLSFor; tlsFor != nil {
+			t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				cfg := tlsFor()
+				if cfg.ServerName == "" {
+					host, _, err := net.SplitHostPort(addr)
+					if err != nil {
+						return nil, err
+					}
+					cfg.ServerName = host
+				}
+				return (&tls.Dialer{Config: cfg}).DialContext(ctx, network, addr)
+			}
+		}
 		s.fwd = t
 	})
 	return s.fwd

@@ -20,7 +20,8 @@ type TLSFiles struct {
 	Cert                      tls.Certificate
 
 	ca     *testcert.CA
-	serial int64 // of the last certificate issued
+	old    *testcert.CA // the CA RotateCA replaced, until DropOldCA
+	serial int64        // of the last certificate issued
 }
 
 // NewTLS writes a new CA and certificate into a temporary directory. Two
@@ -67,6 +68,38 @@ func (f *TLSFiles) Renew(t testing.TB) int64 {
 		t.Fatal(err)
 	}
 	return f.serial
+}
+
+// RotateCA starts a CA rotation as an operator does it: a new CA joins
+// the bundle in CAFile (both are trusted), and the certificate is reissued
+// from the new CA (Renew). CA, the clients' pool, trusts both. It returns
+// the old CA, for a client certificate DropOldCA makes unacceptable.
+func (f *TLSFiles) RotateCA(t testing.TB) *testcert.CA {
+	t.Helper()
+	f.old, f.ca = f.ca, testcert.NewCA(t)
+	f.writeCA(t, append(append([]byte(nil), f.old.PEM...), f.ca.PEM...))
+	f.CA = x509.NewCertPool()
+	f.CA.AddCert(f.old.Cert)
+	f.CA.AddCert(f.ca.Cert)
+	f.Renew(t)
+	return f.old
+}
+
+// DropOldCA ends a rotation: CAFile (and CA) hold the new CA only.
+func (f *TLSFiles) DropOldCA(t testing.TB) {
+	t.Helper()
+	f.writeCA(t, f.ca.PEM)
+	f.CA, f.old = f.ca.Pool, nil
+}
+
+func (f *TLSFiles) writeCA(t testing.TB, pem []byte) {
+	t.Helper()
+	if err := os.WriteFile(f.CAFile+".new", pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(f.CAFile+".new", f.CAFile); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // ClientConfig returns a client TLS configuration that trusts the CA and

@@ -1,0 +1,99 @@
+package tlsreload
+
+import (
+	"bytes"
+	"crypto/tls"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locuscache/locus/internal/testcert"
+)
+
+// TestCARotation: a server and a client on loopback that both follow one
+// CA bundle file through a CA rotation, as an operator does it: the new CA
+// is added to the bundle, certificates are reissued from it, the old CA is
+// removed. No side restarts; each step takes effect at the next handshake.
+// Before CA existed the bundle was read once, so the reissued certificates
+// failed every handshake until a restart.
+func TestCARotation(t *testing.T) {
+	old, next := testcert.NewCA(t), testcert.NewCA(t)
+	exp := time.Now().Add(20 * 24 * time.Hour)
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "ca.crt")
+	replace(t, bundle, old.PEM)
+	ca, err := LoadCA(bundle, nil, WithInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvFiles, srv := issuePair(t, old, 10, exp)
+	cliFiles, cli := issuePair(t, old, 20, exp)
+	server := &tls.Config{GetCertificate: srv.GetCertificate, MinVersion: tls.VersionTLS12}
+	ca.RequireClients(server)
+	serverErrs := make(chan error, 16)
+	ln := serveHandshakes(t, server, func(_ *tls.Conn, err error) { serverErrs <- err })
+	// dial handshakes as the client, named name; it returns the client's
+	// error and the server's.
+	dial := func(name string) (client, server error) {
+		t.Helper()
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		c := tls.Client(conn, ca.ClientConfig(&tls.Config{GetClientCertificate: cli.GetClientCertificate, MinVersion: tls.VersionTLS12, ServerName: name}))
+		client = c.Handshake()
+		if client == nil {
+			// TLS 1.3: the server checks the client's certificate after
+			// the client's handshake ends; read to see its verdict.
+			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			c.Read(make([]byte, 1))
+		}
+		c.Close()
+		return client, <-serverErrs
+	}
+	ok := func(step string) {
+		t.Helper()
+		if c, s := dial("127.0.0.1"); c != nil || s != nil {
+			t.Fatalf("%s: client %v, server %v; want a handshake", step, c, s)
+		}
+	}
+	ok("old CA")
+	issue := func(f files, ca *testcert.CA, serial int64) { // replaces f's files
+		c, k := ca.Leaf(t, serial, exp)
+		writePair(t, filepath.Dir(f.cert), c, k)
+	}
+	// The new CA joins the bundle; certificates are reissued from it.
+	replace(t, bundle, bytes.Join([][]byte{old.PEM, next.PEM}, nil))
+	ok("both CAs, old certificates")
+	issue(srvFiles, next, 11)
+	issue(cliFiles, next, 21)
+	ok("both CAs, new certificates")
+	// The old CA leaves the bundle.
+	replace(t, bundle, next.PEM)
+	ok("new CA")
+	// A certificate of the old CA is refused both ways now.
+	issue(cliFiles, old, 22)
+	if _, s := dial("127.0.0.1"); s == nil {
+		t.Fatal("the server took a client certificate of the removed CA")
+	}
+	issue(cliFiles, next, 23)
+	issue(srvFiles, old, 12)
+	if c, _ := dial("127.0.0.1"); c == nil {
+		t.Fatal("the client took a server certificate of the removed CA")
+	}
+	issue(srvFiles, next, 13)
+	ok("new CA again")
+	// The name is checked: the certificate is for loopback and localhost.
+	if c, _ := dial("other.example"); c == nil || !strings.Contains(c.Error(), "other.example") {
+		t.Fatalf("dialing a name the certificate does not hold: %v, want a refusal naming it", c)
+	}
+	if c, _ := dial(""); c == nil {
+		t.Fatal("dialing with no server name: a handshake, want a refusal")
+	}
+	// A bundle that does not load keeps the last one.
+	replace(t, bundle, []byte("not a certificate"))
+	ok("a broken bundle file")
+}
