@@ -2,6 +2,7 @@ package tlsreload
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync/atomic"
 
 	"google.golang.org/grpc/credentials"
 )
@@ -26,7 +28,8 @@ import (
 // client dialing with ClientConfig or ClientCredentials checks each server
 // against the current bundle.
 type CA struct {
-	w watched[x509.CertPool]
+	w   watched[x509.CertPool]
+	key atomic.Pointer[poolKey] // the session ticket key of the current bundle (RequireClients)
 }
 
 // LoadCA reads the bundle from file; an error names it. log (nil:
@@ -42,10 +45,10 @@ func LoadCA(file string, log *slog.Logger, opts ...Option) (*CA, error) {
 		loaded:   func(*x509.CertPool) { log.Info("TLS CA bundle reloaded", "ca", file) },
 		failed: func(err error, st bool) {
 			if st {
-				log.Warn("TLS CA bundle unreadable; keeping the loaded one", "err", err)
+				log.Error("TLS CA bundle unreadable: the CAs loaded before stay trusted until it is; fix the file", "err", err)
 				return
 			}
-			log.Warn("TLS CA bundle changed but does not load; keeping the loaded one until it does", "err", err)
+			log.Error("TLS CA bundle changed but does not load: the CAs loaded before stay trusted until it does; fix the file", "err", err)
 		},
 	}}
 	if err := c.w.start(); err != nil {
@@ -71,21 +74,51 @@ func loadPool(file string) (*x509.CertPool, error) {
 func (c *CA) Pool() *x509.CertPool { return c.w.get() }
 
 // RequireClients makes server, a server's configuration, require a client
-// certificate signed by the current bundle. The standard check against a
-// fixed ClientCAs is replaced by one in VerifyConnection: the server asks
-// for any certificate (tls.RequireAnyClientCert) and VerifyConnection
-// verifies its chain, for client authentication, against the bundle as it
-// is at the handshake. (Swapping ClientCAs per handshake through
-// GetConfigForClient would hand the handshake a copy of the configuration
-// without what gRPC adds to its own copy, such as the h2 protocol.)
+// certificate signed by the bundle as it is at each handshake: each gets a
+// copy of server as it is now (set it up first) with the current bundle as
+// ClientCAs, through GetConfigForClient, so Go's own verification runs
+// (and lists the acceptable CAs to the client). A copy that names no
+// application protocols offers h2 and http/1.1, as net/http and gRPC do
+// (gRPC adds h2 to the copy itself). The copy's session tickets are
+// sealed with a key drawn anew at every reload of the bundle, so a client
+// cannot resume a session verified against a bundle since replaced: it
+// makes a full handshake, verified against the current one.
 func (c *CA) RequireClients(server *tls.Config) {
-	server.ClientCAs = nil
-	server.ClientAuth = tls.RequireAnyClientCert
-	server.VerifyConnection = c.verifyClient
+	server.ClientAuth = tls.RequireAndVerifyClientCert
+	server.ClientCAs = c.Pool()
+	base := server.Clone()
+	if len(base.NextProtos) == 0 {
+		base.NextProtos = []string{"h2", "http/1.1"}
+	}
+	server.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		pool := c.Pool()
+		cfg := base.Clone()
+		cfg.ClientCAs = pool
+		cfg.SetSessionTicketKeys([][32]byte{c.ticketKey(pool)})
+		return cfg, nil
+	}
 }
 
-func (c *CA) verifyClient(cs tls.ConnectionState) error {
-	return c.verify(cs.PeerCertificates, "", x509.ExtKeyUsageClientAuth)
+// ticketKey returns the session ticket key of pool, the current bundle:
+// drawn at random the first time it is asked for that pool.
+func (c *CA) ticketKey(pool *x509.CertPool) [32]byte {
+	if k := c.key.Load(); k != nil && k.pool == pool {
+		return k.key
+	}
+	k := &poolKey{pool: pool}
+	if _, err := rand.Read(k.key[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux; without a key, no ticket is safe
+	}
+	if c.key.CompareAndSwap(c.key.Load(), k) {
+		return k.key
+	}
+	return c.ticketKey(pool) // another handshake drew one first
+}
+
+// poolKey is a bundle and its session ticket key.
+type poolKey struct {
+	pool *x509.CertPool
+	key  [32]byte
 }
 
 // ClientConfig returns a copy of base, a client's configuration, that
@@ -133,27 +166,6 @@ func (cc *clientCreds) Clone() credentials.TransportCredentials {
 
 // OverrideServerName implements credentials.TransportCredentials (gRPC
 // deprecates it; the name is taken from the authority).
-func (cc *clientCreds) OverrideServerName(name string) error {
-	cc.base.ServerName = name
-	return nil
-}
-
-// verify checks a peer's chain (leaf first, then the intermediates it
-// sent) against the current bundle, for usage, and the leaf against name
-// unless it is empty (a client's certificate names no host).
-func (c *CA) verify(chain []*x509.Certificate, name string, usage x509.ExtKeyUsage) error {
-	if len(chain) == 0 {
-		return errors.New("tlsreload: the peer sent no certificate")
-	}
-	opts := x509.VerifyOptions{
-		DNSName:       name,
-		Roots:         c.Pool(),
-		Intermediates: x509.NewCertPool(),
-		KeyUsages:     []x509.ExtKeyUsage{usage},
-	}
-	for _, cert := range chain[1:] {
-		opts.Intermediates.AddCert(cert)
-	}
-	_, err := chain[0].Verify(opts)
-	return err
+func (cc *clientCreds) OverrideServerName(string) error {
+	return errors.New("tlsreload: OverrideServerName is not supported: the server name comes from the address dialed")
 }

@@ -3,6 +3,7 @@ package tlsreload
 import (
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"path/filepath"
 	"strings"
@@ -96,4 +97,81 @@ func TestCARotation(t *testing.T) {
 	// A bundle that does not load keeps the last one.
 	replace(t, bundle, []byte("not a certificate"))
 	ok("a broken bundle file")
+}
+
+// TestCASessionResumption: a client that resumes a TLS session (tickets,
+// TLS 1.2 and 1.3) is held to the bundle as it is now. While the bundle
+// is unchanged it resumes; once its CA has left the bundle it can neither
+// resume nor handshake; and a client reissued from the new CA, holding a
+// ticket from before the rotation, gets a full handshake, not a refusal.
+// (Checking client certificates in VerifyConnection instead of by
+// ClientCAs refused that last client on every resumption attempt.)
+func TestCASessionResumption(t *testing.T) {
+	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		t.Run(tls.VersionName(v), func(t *testing.T) {
+			old, next := testcert.NewCA(t), testcert.NewCA(t)
+			exp := time.Now().Add(24 * time.Hour)
+			bundle := filepath.Join(t.TempDir(), "ca.crt")
+			replace(t, bundle, old.PEM)
+			ca, err := LoadCA(bundle, nil, WithInterval(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, srv := issuePair(t, old, 1, exp)
+			server := &tls.Config{GetCertificate: srv.GetCertificate, MinVersion: v, MaxVersion: v}
+			ca.RequireClients(server)
+			serverErrs := make(chan error, 16)
+			ln := serveHandshakes(t, server, func(tc *tls.Conn, err error) {
+				if err == nil {
+					tc.Write([]byte("x")) // TLS 1.3: the client reads its ticket before this
+				}
+				serverErrs <- err
+			})
+			roots := x509.NewCertPool()
+			roots.AddCert(old.Cert)
+			roots.AddCert(next.Cert)
+			cache := tls.NewLRUClientSessionCache(8)
+			// dial handshakes with the client certificate of cli and the
+			// shared session cache; it reports whether the session was
+			// resumed and the server's verdict.
+			dial := func(cli *Pair) (resumed bool, server error) {
+				t.Helper()
+				c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{
+					RootCAs: roots, GetClientCertificate: cli.GetClientCertificate, ClientSessionCache: cache,
+					MinVersion: v, MaxVersion: v, ServerName: "127.0.0.1",
+				})
+				if err == nil {
+					c.SetReadDeadline(time.Now().Add(2 * time.Second))
+					c.Read(make([]byte, 1))
+					resumed = c.ConnectionState().DidResume
+					c.Close()
+				}
+				return resumed, <-serverErrs
+			}
+			_, oldCli := issuePair(t, old, 10, exp)
+			if _, err := dial(oldCli); err != nil {
+				t.Fatalf("first handshake: %v", err)
+			}
+			if resumed, err := dial(oldCli); err != nil || !resumed {
+				t.Fatalf("second handshake, bundle unchanged: resumed %v, %v; want a resumption", resumed, err)
+			}
+			replace(t, bundle, next.PEM)
+			if _, err := dial(oldCli); err == nil {
+				t.Fatal("a client of the removed CA was served (resumed a session from before)")
+			}
+			// A fresh ticket under the old bundle, then the rotation: the
+			// new CA's client must get through with it.
+			replace(t, bundle, bytes.Join([][]byte{old.PEM, next.PEM}, nil))
+			if _, err := dial(oldCli); err != nil {
+				t.Fatalf("both CAs: %v", err)
+			}
+			replace(t, bundle, next.PEM)
+			_, newCli := issuePair(t, next, 11, exp)
+			for i := range 2 {
+				if _, err := dial(newCli); err != nil {
+					t.Fatalf("client of the new CA, attempt %d: %v", i+1, err)
+				}
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -48,5 +49,39 @@ func TestForwardTransportFollowsClientTLSFor(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+// TestForwardDialTimesOut: a leader address that accepts connections but
+// never answers the TLS handshake fails the forwarded request within the
+// dial timeout (DialTLSContext is not covered by the transport's
+// TLSHandshakeTimeout).
+func TestForwardDialTimesOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, silent
+		}
+	}()
+	defer func(d time.Duration) { forwardDialTimeout = d }(forwardDialTimeout)
+	forwardDialTimeout = 300 * time.Millisecond
+	ca := testcert.NewCA(t)
+	s := &Scheduler{cfg: Config{ClientTLSFor: func() *tls.Config { return &tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS12} }}}
+	c := &http.Client{Transport: s.forwardTransport()} // no client timeout: the dial's must end it
+	start := time.Now()
+	if resp, err := c.Get("https://" + ln.Addr().String() + "/"); err == nil {
+		resp.Body.Close()
+		t.Fatal("a silent leader answered")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the forwarded request failed after %v, want about the dial timeout (300ms)", d)
 	}
 }

@@ -234,6 +234,10 @@ func tooLarge(limit int64) error {
 	return fmt.Errorf("%w: the limit is %d bytes", ErrTooLarge, limit)
 }
 
+// forwardDialTimeout bounds a connection to the leader, TLS handshake
+// included, when Config.ClientTLSFor dials it.
+var forwardDialTimeout = 10 * time.Second // a variable for tests
+
 // forwardTransport dials the leader (with Config.ClientTLS, or a
 // configuration from Config.ClientTLSFor per connection).
 func (s *Scheduler) forwardTransport() http.RoundTripper {
@@ -241,6 +245,11 @@ func (s *Scheduler) forwardTransport() http.RoundTripper {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.TLSClientConfig = s.cfg.ClientTLS
 		if tlsFor := s.cfg.ClientTLSFor; tlsFor != nil {
+			// Every TLS connection goes through DialTLSContext: no proxy
+			// (the transport would do the TLS itself, with TLSClientConfig,
+			// and the client certificate would go to the proxy), and its
+			// own timeouts (TLSHandshakeTimeout does not apply to it).
+			t.Proxy = nil
 			t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 				cfg := tlsFor()
 				if cfg.ServerName == "" {
@@ -250,7 +259,10 @@ func (s *Scheduler) forwardTransport() http.RoundTripper {
 					}
 					cfg.ServerName = host
 				}
-				return (&tls.Dialer{Config: cfg}).DialContext(ctx, network, addr)
+				ctx, cancel := context.WithTimeout(ctx, forwardDialTimeout)
+				defer cancel()
+				d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: forwardDialTimeout}, Config: cfg}
+				return d.DialContext(ctx, network, addr)
 			}
 		}
 		s.fwd = t
