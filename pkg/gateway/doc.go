@@ -47,8 +47,10 @@
 //
 // A 200 or 206 carries ETag (the object version, quoted as S3 quotes it),
 // Last-Modified (http.TimeFormat), Content-Length, Accept-Ranges: bytes,
-// Content-Range on a 206, Content-Type application/octet-stream (the origin
-// interface has no content type), and x-amz-request-id (also on errors).
+// Content-Range on a 206, Content-Type (the object's as the origin keeps
+// it, from its stat; application/octet-stream when it keeps none, as for
+// files; a stat answer that came from a listing is asked again, since a
+// listing carries no content type), and x-amz-request-id (also on errors).
 //
 // Range follows S3 (see ParseRange): one range, bytes=a-b, bytes=a- or
 // bytes=-n, clamped to the object; a multi-range header is ignored and the

@@ -243,7 +243,15 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 	rid, bucket, key, uri string, q url.Values, mayRetry bool, out *outcome) (retry bool) {
 	*out = outcome{}
 	info, err := g.cfg.Backend.Stat(ctx, uri)
-	if rv, ok := g.cfg.Backend.(Revalidator); ok && err == nil {
+	rv, canRevalidate := g.cfg.Backend.(Revalidator)
+	if canRevalidate && err == nil && info.Listed {
+		// The Stat answer came from a listing, which carries no
+		// Content-Type: ask the origin, or serve what is known.
+		if fresh, rerr := rv.Revalidate(ctx, uri); rerr == nil || errors.Is(rerr, origin.ErrNotFound) {
+			info, err = fresh, rerr
+		}
+	}
+	if canRevalidate && err == nil {
 		etag := quoteETag(info.Version)
 		switch {
 		case precondition(r.Header, etag, info.ModTime) == http.StatusPreconditionFailed:
@@ -280,7 +288,7 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 		h.Set("Last-Modified", info.ModTime.UTC().Format(http.TimeFormat))
 	}
 	h.Set("Accept-Ranges", "bytes")
-	setContentHeaders(h, q)
+	setContentHeaders(h, q, info.ContentType)
 
 	switch precondition(r.Header, etag, info.ModTime) {
 	case http.StatusNotModified:
@@ -433,11 +441,14 @@ func conditionName(h http.Header) string {
 	return "If-Unmodified-Since"
 }
 
-// setContentHeaders sets Content-Type (S3 stores one per object; the origin
-// interface has none, so it is application/octet-stream) and applies the
-// response-* query overrides S3 honours on GetObject.
-func setContentHeaders(h http.Header, q url.Values) {
-	h.Set("Content-Type", "application/octet-stream")
+// setContentHeaders sets Content-Type (the object's, as the origin keeps
+// it; application/octet-stream when it keeps none, as for files) and
+// applies the response-* query overrides S3 honours on GetObject.
+func setContentHeaders(h http.Header, q url.Values, contentType string) {
+	if contentType == "" {
+		contentType = "application/octet-stream"
+	}
+	h.Set("Content-Type", contentType)
 	for param, header := range map[string]string{
 		"response-content-type":        "Content-Type",
 		"response-content-disposition": "Content-Disposition",

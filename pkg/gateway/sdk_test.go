@@ -608,3 +608,41 @@ func TestListMaxKeysZeroNotTruncated(t *testing.T) {
 		}
 	}
 }
+
+// TestSDKContentTypeLikeOrigin: an object stored with a Content-Type is
+// served with it (GetObject, ranged, HeadObject), as versitygw serves it,
+// also right after a listing of its prefix through the gateway filled the
+// node's stat cache (a listing does not carry content types). Was:
+// application/octet-stream for every object.
+func TestSDKContentTypeLikeOrigin(t *testing.T) {
+	typed := map[string]string{
+		"typed/part-0.parquet": "application/vnd.apache.parquet",
+		"typed/index.html":     "text/html; charset=utf-8",
+	}
+	var puts []s3.PutObjectInput
+	for k, ct := range typed {
+		in := putBytes(k, randBytes(2000, uint64(len(k))))
+		in.ContentType = aws.String(ct)
+		puts = append(puts, in)
+	}
+	e := startSDKEnv(t, puts...)
+	b := aws.String(e.bucket)
+	if _, err := e.gw.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: b, Prefix: aws.String("typed/")}); err != nil {
+		t.Fatal(err)
+	}
+	for k, ct := range typed {
+		for what, op := range map[string]func(c *s3.Client) ([]byte, error){
+			"GetObject":       getOp(s3.GetObjectInput{Bucket: b, Key: aws.String(k)}),
+			"GetObject Range": getOp(s3.GetObjectInput{Bucket: b, Key: aws.String(k), Range: aws.String("bytes=5-99")}),
+			"HeadObject":      headOp(s3.HeadObjectInput{Bucket: b, Key: aws.String(k)}),
+		} {
+			g, d := e.both(op)
+			if ds := diff(g, d); len(ds) > 0 {
+				t.Errorf("%s %q differs from versitygw:\n  %s", what, k, strings.Join(ds, "\n  "))
+			}
+			if got := g.raw.Header.Get("Content-Type"); got != ct {
+				t.Errorf("%s %q: Content-Type %q, want %q", what, k, got, ct)
+			}
+		}
+	}
+}

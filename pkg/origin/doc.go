@@ -11,7 +11,8 @@
 //
 // A Store has three operations:
 //
-//   - Stat(uri) → Info{URI, Size, Version, ModTime}: what the object is now.
+//   - Stat(uri) → Info{URI, Size, Version, ModTime, ContentType}: what the
+//     object is now.
 //   - ReadAt(uri, version, p, off): bytes of exactly that version, with
 //     io.ReaderAt's rules (short only with an error; io.EOF at the end). If
 //     the object has changed, the read fails with ErrVersionChanged and the

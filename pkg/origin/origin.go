@@ -23,6 +23,12 @@ type Info struct {
 	// ModTime is the object's last-modified time (S3 Last-Modified, or the
 	// file's mtime).
 	ModTime time.Time
+	// ContentType is the media type the store keeps for the object (S3's
+	// Content-Type), "" when it keeps none (files) or did not say.
+	ContentType string
+	// Listed is set on an Info that comes from a listing (List), which
+	// does not carry ContentType: a Stat answers it.
+	Listed bool
 }
 
 // Store is an under-store: the origin the cache reads on a miss.

@@ -287,7 +287,8 @@ func (s *S3Store) head(opCtx, parent context.Context, u URI, ifMatch string) (In
 	if err != nil {
 		return Info{}, s.mapErr(parent, "HEAD", u.String(), err)
 	}
-	info := Info{URI: u.String(), Size: aws.ToInt64(out.ContentLength), Version: NormalizeETag(aws.ToString(out.ETag))}
+	info := Info{URI: u.String(), Size: aws.ToInt64(out.ContentLength), Version: NormalizeETag(aws.ToString(out.ETag)),
+		ContentType: aws.ToString(out.ContentType)}
 	if out.LastModified != nil {
 		info.ModTime = *out.LastModified
 	}
@@ -517,6 +518,7 @@ func (s *S3Store) List(ctx context.Context, prefix string, fn func(Info) error) 
 				URI:     URI{Scheme: SchemeS3, Bucket: u.Bucket, Key: key}.String(),
 				Size:    aws.ToInt64(obj.Size),
 				Version: NormalizeETag(aws.ToString(obj.ETag)),
+				Listed:  true,
 			}
 			if obj.LastModified != nil {
 				info.ModTime = *obj.LastModified
