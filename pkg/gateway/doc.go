@@ -50,7 +50,9 @@
 // Content-Range on a 206, Content-Type (the object's as the origin keeps
 // it, from its stat; application/octet-stream when it keeps none, as for
 // files; a stat answer that came from a listing is asked again, since a
-// listing carries no content type), and x-amz-request-id (also on errors).
+// listing carries no content type), the object's user metadata as
+// x-amz-meta-* headers (from the same stat), and x-amz-request-id (also
+// on errors).
 //
 // Range follows S3 (see ParseRange): one range, bytes=a-b, bytes=a- or
 // bytes=-n, clamped to the object; a multi-range header is ignored and the

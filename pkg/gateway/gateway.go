@@ -289,6 +289,7 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 	}
 	h.Set("Accept-Ranges", "bytes")
 	setContentHeaders(h, q, info.ContentType)
+	setMetadata(h, info.Metadata)
 
 	switch precondition(r.Header, etag, info.ModTime) {
 	case http.StatusNotModified:
@@ -439,6 +440,21 @@ func conditionName(h http.Header) string {
 		return "If-Match"
 	}
 	return "If-Unmodified-Since"
+}
+
+// setMetadata sets an x-amz-meta-* header for each entry of the object's
+// user metadata, as S3 does on GetObject and HeadObject. A name that is
+// not a plain header token (the origin's metadata may come from anywhere)
+// is left out rather than written into the response as is.
+func setMetadata(h http.Header, meta map[string]string) {
+	for name, v := range meta {
+		if name == "" || strings.ContainsFunc(name, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+		}) {
+			continue
+		}
+		h.Set("x-amz-meta-"+name, v)
+	}
 }
 
 // setContentHeaders sets Content-Type (the object's, as the origin keeps

@@ -609,12 +609,14 @@ func TestListMaxKeysZeroNotTruncated(t *testing.T) {
 	}
 }
 
-// TestSDKContentTypeLikeOrigin: an object stored with a Content-Type is
-// served with it (GetObject, ranged, HeadObject), as versitygw serves it,
-// also right after a listing of its prefix through the gateway filled the
-// node's stat cache (a listing does not carry content types). Was:
-// application/octet-stream for every object.
+// TestSDKContentTypeLikeOrigin: an object stored with a Content-Type and
+// user metadata (x-amz-meta-*, such as rclone's mtime) is served with them
+// (GetObject, ranged, HeadObject), as versitygw serves it, also right
+// after a listing of its prefix through the gateway filled the node's stat
+// cache (a listing carries neither). Was: application/octet-stream and no
+// metadata for every object.
 func TestSDKContentTypeLikeOrigin(t *testing.T) {
+	meta := map[string]string{"mtime": "1690000000.123456789", "owner": "etl-job"}
 	typed := map[string]string{
 		"typed/part-0.parquet": "application/vnd.apache.parquet",
 		"typed/index.html":     "text/html; charset=utf-8",
@@ -623,6 +625,7 @@ func TestSDKContentTypeLikeOrigin(t *testing.T) {
 	for k, ct := range typed {
 		in := putBytes(k, randBytes(2000, uint64(len(k))))
 		in.ContentType = aws.String(ct)
+		in.Metadata = meta
 		puts = append(puts, in)
 	}
 	e := startSDKEnv(t, puts...)
@@ -642,6 +645,12 @@ func TestSDKContentTypeLikeOrigin(t *testing.T) {
 			}
 			if got := g.raw.Header.Get("Content-Type"); got != ct {
 				t.Errorf("%s %q: Content-Type %q, want %q", what, k, got, ct)
+			}
+			for name, v := range meta {
+				h := "X-Amz-Meta-" + name
+				if got, origin := g.raw.Header.Get(h), d.raw.Header.Get(h); got != v || origin != v {
+					t.Errorf("%s %q: %s %q (versitygw %q), want %q", what, k, h, got, origin, v)
+				}
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"testing"
@@ -357,7 +358,7 @@ func TestFileList(t *testing.T) {
 	// Listed infos agree with Stat.
 	_ = f.store.List(ctx, f.uri("")+"/", func(info origin.Info) error {
 		st, err := f.store.Stat(ctx, info.URI)
-		if err != nil || st != info {
+		if err != nil || !reflect.DeepEqual(st, info) {
 			t.Errorf("List gave %+v, Stat gives (%+v, %v)", info, st, err)
 		}
 		return nil

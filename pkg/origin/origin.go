@@ -26,8 +26,12 @@ type Info struct {
 	// ContentType is the media type the store keeps for the object (S3's
 	// Content-Type), "" when it keeps none (files) or did not say.
 	ContentType string
+	// Metadata is the user metadata the store keeps for the object (S3's
+	// x-amz-meta-* headers: names lowercased, without the prefix); nil
+	// when there is none, or for a listing. Read-only: it may be shared.
+	Metadata map[string]string
 	// Listed is set on an Info that comes from a listing (List), which
-	// does not carry ContentType: a Stat answers it.
+	// carries neither ContentType nor Metadata: a Stat answers them.
 	Listed bool
 }
 

@@ -289,6 +289,9 @@ func (s *S3Store) head(opCtx, parent context.Context, u URI, ifMatch string) (In
 	}
 	info := Info{URI: u.String(), Size: aws.ToInt64(out.ContentLength), Version: NormalizeETag(aws.ToString(out.ETag)),
 		ContentType: aws.ToString(out.ContentType)}
+	if len(out.Metadata) > 0 {
+		info.Metadata = out.Metadata
+	}
 	if out.LastModified != nil {
 		info.ModTime = *out.LastModified
 	}
