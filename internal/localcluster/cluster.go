@@ -265,17 +265,6 @@ func (c *Cluster) startNode(ctx context.Context, i int, join []string) (*node.No
 	return n, nil
 }
 
-// cacheMembers counts the cache nodes among v's members.
-func cacheMembers(v *membership.View) int {
-	n := 0
-	for _, m := range v.Members {
-		if !m.IsObserver() {
-			n++
-		}
-	}
-	return n
-}
-
 // waitConverged waits until every node sees all of them with one epoch.
 func (c *Cluster) waitConverged(ctx context.Context) (uint64, error) {
 	for {
@@ -284,7 +273,7 @@ func (c *Cluster) waitConverged(ctx context.Context) (uint64, error) {
 			v := n.View()
 			// Members, not ring nodes: a node without a cache is a member
 			// that owns no blocks.
-			if v.Epoch != epoch || v.Ring == nil || cacheMembers(v) != len(c.Nodes) {
+			if v.Epoch != epoch || v.Ring == nil || v.CacheMembers() != len(c.Nodes) {
 				ok = false
 			}
 		}

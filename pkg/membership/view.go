@@ -69,6 +69,19 @@ func (v *View) Member(id string) (Member, bool) {
 	return Member{}, false
 }
 
+// CacheMembers counts the cache nodes among the members (the observers
+// left out). It may differ from the ring's nodes: a cache node without a
+// cache owns none (ringNodes).
+func (v *View) CacheMembers() int {
+	n := 0
+	for _, m := range v.Members {
+		if !m.IsObserver() {
+			n++
+		}
+	}
+	return n
+}
+
 // BlockSize returns the cluster block size: the BlockSize of the cache
 // members (they agree; mismatches are refused), else of any member that
 // declared one, else 0.

@@ -68,16 +68,6 @@ func waitEpoch(t *testing.T, cl cachev1.CacheServiceClient, id string, want uint
 	}
 }
 
-func cacheMembers(v *membership.View) int {
-	n := 0
-	for _, m := range v.Members {
-		if !m.IsObserver() {
-			n++
-		}
-	}
-	return n
-}
-
 // TestOwnerKilled runs three cachenode processes and SIGKILLs the owner of
 // a block while a node outside the block's preference list reads it.
 //
@@ -118,7 +108,7 @@ func testOwnerKilled(t *testing.T, repl int) {
 		seed = p.GossipAddr
 	}
 	obs := observer(t, seed)
-	v := waitView(t, obs, "3 cache members", func(v *membership.View) bool { return cacheMembers(v) == 3 })
+	v := waitView(t, obs, "3 cache members", func(v *membership.View) bool { return v.CacheMembers() == 3 })
 	if got := v.Replication(); got != repl {
 		t.Fatalf("the nodes announce replication %d, want %d", got, repl)
 	}
@@ -210,7 +200,7 @@ func TestDrainAndWarmRestart(t *testing.T) {
 	p := nodetest.StartProcess(t, bin, opts)
 	t.Logf("node started after %v (build included)", time.Since(t0).Round(time.Millisecond))
 	obs := observer(t, p.GossipAddr)
-	waitView(t, obs, "the node", func(v *membership.View) bool { return cacheMembers(v) == 1 })
+	waitView(t, obs, "the node", func(v *membership.View) bool { return v.CacheMembers() == 1 })
 
 	cl := nodetest.Dial(t, p.GRPCAddr, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -273,7 +263,7 @@ func TestDrainAndWarmRestart(t *testing.T) {
 	if err != nil || code != 0 {
 		t.Fatalf("exit code %d, %v:\n%s", code, err, p.Logs())
 	}
-	waitView(t, obs, "the node gone", func(v *membership.View) bool { return cacheMembers(v) == 0 })
+	waitView(t, obs, "the node gone", func(v *membership.View) bool { return v.CacheMembers() == 0 })
 
 	t.Logf("exited at %v", time.Since(t0).Round(time.Millisecond))
 	opts.GossipAddr, opts.GRPCAddr, opts.HTTPAddr = "", "", ""
