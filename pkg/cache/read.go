@@ -504,9 +504,13 @@ func (c *Cache) releaseRefs(refs []pageRef, runs []fetchRun) {
 }
 
 // uncount takes back the hit or miss that plan counted in the shard's
-// stats for r, a page of o whose read wanted bytes of it.
+// stats for r, a page of o whose read wanted bytes of it (and the RAM
+// tier's hit, for a hit on a RAM copy).
 func (c *Cache) uncount(o *object, r *pageRef, bytes int64) {
 	sh := c.shardFor(mix64(pageKey(o, r.page)))
+	if r.kind == refHit && r.ram != 0 {
+		c.ram.hits.Add(-1) // the RAM tier counted it when plan pinned its copy
+	}
 	sh.mu.Lock()
 	switch {
 	case r.kind == refHit && r.warm:
