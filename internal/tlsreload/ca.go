@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 )
@@ -29,7 +30,7 @@ import (
 // against the current bundle.
 type CA struct {
 	w   watched[x509.CertPool]
-	key atomic.Pointer[poolKey] // the session ticket key of the current bundle (RequireClients)
+	key atomic.Pointer[poolKey] // the session ticket keys of the current bundle (RequireClients)
 }
 
 // LoadCA reads the bundle from file; an error names it. log (nil:
@@ -80,9 +81,9 @@ func (c *CA) Pool() *x509.CertPool { return c.w.get() }
 // (and lists the acceptable CAs to the client). A copy that names no
 // application protocols offers h2 and http/1.1, as net/http and gRPC do
 // (gRPC adds h2 to the copy itself). The copy's session tickets are
-// sealed with a key drawn anew at every reload of the bundle, so a client
-// cannot resume a session verified against a bundle since replaced: it
-// makes a full handshake, verified against the current one.
+// sealed with keys drawn anew at every reload of the bundle (and daily),
+// so a client cannot resume a session verified against a bundle since
+// replaced: it makes a full handshake, verified against the current one.
 func (c *CA) RequireClients(server *tls.Config) {
 	server.ClientAuth = tls.RequireAndVerifyClientCert
 	server.ClientCAs = c.Pool()
@@ -94,31 +95,43 @@ func (c *CA) RequireClients(server *tls.Config) {
 		pool := c.Pool()
 		cfg := base.Clone()
 		cfg.ClientCAs = pool
-		cfg.SetSessionTicketKeys([][32]byte{c.ticketKey(pool)})
+		cfg.SetSessionTicketKeys(c.ticketKeys(pool))
 		return cfg, nil
 	}
 }
 
-// ticketKey returns the session ticket key of pool, the current bundle:
-// drawn at random the first time it is asked for that pool.
-func (c *CA) ticketKey(pool *x509.CertPool) [32]byte {
-	if k := c.key.Load(); k != nil && k.pool == pool {
-		return k.key
+// ticketKeys returns the session ticket keys for pool, the current
+// bundle: a key drawn at random when the bundle changes, and again every
+// ticketKeyLife (as Go rotates its own keys), with the one before kept for
+// decryption only while the bundle is the same, so a ticket sealed under
+// another bundle never opens.
+func (c *CA) ticketKeys(pool *x509.CertPool) [][32]byte {
+	now := c.w.now()
+	cur := c.key.Load()
+	if cur != nil && cur.pool == pool && now.Sub(cur.made) < ticketKeyLife {
+		return cur.keys
 	}
-	k := &poolKey{pool: pool}
-	if _, err := rand.Read(k.key[:]); err != nil {
-		panic(err) // crypto/rand does not fail on Linux; without a key, no ticket is safe
+	var key [32]byte
+	rand.Read(key[:]) // never fails (Go 1.24+: it crashes the program instead)
+	next := &poolKey{pool: pool, made: now, keys: [][32]byte{key}}
+	if cur != nil && cur.pool == pool {
+		next.keys = append(next.keys, cur.keys[0])
 	}
-	if c.key.CompareAndSwap(c.key.Load(), k) {
-		return k.key
+	if c.key.CompareAndSwap(cur, next) {
+		return next.keys
 	}
-	return c.ticketKey(pool) // another handshake drew one first
+	return c.ticketKeys(pool) // another handshake drew one first
 }
 
-// poolKey is a bundle and its session ticket key.
+// ticketKeyLife is how long a session ticket key seals new tickets.
+const ticketKeyLife = 24 * time.Hour
+
+// poolKey is a bundle and its session ticket keys (the current one
+// first), the current one drawn at made.
 type poolKey struct {
 	pool *x509.CertPool
-	key  [32]byte
+	made time.Time
+	keys [][32]byte
 }
 
 // ClientConfig returns a copy of base, a client's configuration, that

@@ -175,3 +175,32 @@ func TestCASessionResumption(t *testing.T) {
 		})
 	}
 }
+
+// TestTicketKeys: the session ticket keys stay while the bundle does, for
+// a day; then a new key seals and the previous one still opens; a new
+// bundle gets a new key alone (its tickets never open under the old one).
+func TestTicketKeys(t *testing.T) {
+	clk := &fakeClock{t: time.Now()}
+	bundle := filepath.Join(t.TempDir(), "ca.crt")
+	replace(t, bundle, testcert.NewCA(t).PEM)
+	ca, err := LoadCA(bundle, nil, WithClock(clk.now), WithInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := ca.Pool()
+	first := ca.ticketKeys(pool)
+	clk.add(time.Hour)
+	if again := ca.ticketKeys(pool); len(again) != 1 || again[0] != first[0] {
+		t.Fatalf("an hour later, same bundle: keys changed")
+	}
+	clk.add(ticketKeyLife)
+	rotated := ca.ticketKeys(pool)
+	if len(rotated) != 2 || rotated[0] == first[0] || rotated[1] != first[0] {
+		t.Fatalf("a day later: %d keys, want a new one and the previous one", len(rotated))
+	}
+	replace(t, bundle, testcert.NewCA(t).PEM)
+	fresh := ca.ticketKeys(ca.Pool())
+	if len(fresh) != 1 || fresh[0] == rotated[0] || fresh[0] == rotated[1] {
+		t.Fatalf("a new bundle: %d keys, want one new key alone", len(fresh))
+	}
+}
