@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -778,5 +779,21 @@ func TestConditionalRevalidates(t *testing.T) {
 				t.Errorf("Revalidate called %d times, want %d", be.revalidated, tc.revalids)
 			}
 		})
+	}
+}
+
+// TestSetMetadata: user metadata becomes x-amz-meta-* headers; a name that
+// is not a plain token (a space, a colon, a line break: metadata the
+// origin keeps may come from anywhere) is left out, not written into the
+// response.
+func TestSetMetadata(t *testing.T) {
+	h := http.Header{}
+	setMetadata(h, map[string]string{
+		"mtime": "1690000000.5", "Owner_Team.x": "etl", "": "empty",
+		"bad name": "x", "bad:name": "x", "bad\r\nx-injected": "x", "é": "x",
+	})
+	want := http.Header{"X-Amz-Meta-Mtime": {"1690000000.5"}, "X-Amz-Meta-Owner_team.x": {"etl"}}
+	if !reflect.DeepEqual(h, want) {
+		t.Errorf("headers %v, want %v", h, want)
 	}
 }
