@@ -220,6 +220,12 @@ func TestBadValuesRefused(t *testing.T) {
 		// The pod must outlive the daemon's own bound on its shutdown.
 		{[]string{"cachenode.drainTimeout=45s"}, "Raise cachenode.terminationGracePeriodSeconds above 60"},
 		{[]string{"cachenode.extraArgs={--drain-timeout=1m}"}, "Raise cachenode.terminationGracePeriodSeconds above 75"},
+		// Every form Go's flag package reads: one dash, and the value as
+		// the next argument. (Was: only --drain-timeout=v was read, so
+		// these rendered a pod killed mid-drain.)
+		{[]string{"cachenode.extraArgs={-drain-timeout=1m}"}, "Raise cachenode.terminationGracePeriodSeconds above 75"},
+		{[]string{"cachenode.extraArgs={--drain-timeout,1m}"}, "Raise cachenode.terminationGracePeriodSeconds above 75"},
+		{[]string{"scheduler.extraArgs={-shutdown-timeout,2m}"}, "Raise scheduler.terminationGracePeriodSeconds above 120"},
 		{[]string{"scheduler.shutdownTimeout=1m"}, "Raise scheduler.terminationGracePeriodSeconds above 60"},
 		{[]string{"cachenode.drainTimeout=soon"}, "give a duration such as 45s"},
 		{[]string{"ipFamily=v6"}, "want IPv4 or IPv6"},

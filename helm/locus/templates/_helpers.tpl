@@ -150,8 +150,9 @@ Secret names and mount paths.
 {{/*
 locus.validateGrace fails rendering unless the pod's
 terminationGracePeriodSeconds is longer than the daemon's own bound on its
-shutdown: the flag's value (extraArgs win, as on the command line; else the
-value; else the daemon's default) plus extra seconds. Shorter, kubelet
+shutdown: the flag's value (extraArgs win, as on the command line, in any
+form the flag package reads: locus.flagValue; else the value; else the
+daemon's default) plus extra seconds. Shorter, kubelet
 kills the daemon mid-drain: reads in flight fail, a cache node does not
 leave the gossip (its peers wait for the failure detector), a scheduler
 loses its last counter flush. Call with (list values component flag
@@ -164,17 +165,48 @@ valueName default extraSeconds).
 {{- $valueName := index . 3 -}}
 {{- $d := default (index . 4) (index $v $valueName) -}}
 {{- $what := printf "%s.%s" $component $valueName -}}
-{{- range $v.extraArgs -}}
-{{- if hasPrefix (printf "--%s=" $flag) (toString .) -}}
-{{- $d = trimPrefix (printf "--%s=" $flag) (toString .) -}}
+{{- $x := include "locus.flagValue" (list $v.extraArgs $flag false) -}}
+{{- if ne $x "" -}}
+{{- $d = $x -}}
 {{- $what = printf "%s.extraArgs (--%s)" $component $flag -}}
-{{- end -}}
 {{- end -}}
 {{- $need := addf (include "locus.seconds" (list $what $d)) (index . 5) -}}
 {{- $grace := float64 $v.terminationGracePeriodSeconds -}}
 {{- if not (gt $grace $need) -}}
 {{- fail (printf "%s.terminationGracePeriodSeconds is %v but %s is %v: the %s takes up to %v seconds to stop (--%s%s), so kubelet would kill it mid-shutdown. Raise %s.terminationGracePeriodSeconds above %v" $component $v.terminationGracePeriodSeconds $what $d $component $need $flag (ternary (printf " plus %vs" (index . 5)) "" (gt (int (index . 5)) 0)) $component $need) -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+locus.flagValue is the value the last occurrence of a flag in args (a
+component's extraArgs, which come after the chart's flags and so win)
+gives it, read as Go's flag package reads it: -name=v or --name=v; -name
+or --name followed by the value as the next argument (a flag that takes
+one); -name or --name alone (a boolean flag: "true"). Empty when args do
+not set it. Call with (list args "name" isBool).
+*/}}
+{{- define "locus.flagValue" -}}
+{{- $name := index . 1 -}}
+{{- $isBool := index . 2 -}}
+{{- $v := "" -}}
+{{- $next := false -}}
+{{- range (index . 0) -}}
+{{- $a := toString . -}}
+{{- $b := ternary (trimPrefix "-" (trimPrefix "-" $a)) "" (hasPrefix "-" $a) -}}
+{{- if $next -}}
+{{- $v = $a -}}
+{{- $next = false -}}
+{{- else if hasPrefix (printf "%s=" $name) $b -}}
+{{- $v = trimPrefix (printf "%s=" $name) $b -}}
+{{- else if eq $name $b -}}
+{{- if $isBool -}}
+{{- $v = "true" -}}
+{{- else -}}
+{{- $next = true -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $v -}}
 {{- end -}}
 
 {{/*
@@ -317,12 +349,10 @@ scheduler.extraArgs, read as Go's strconv.ParseBool reads it.
 {{- if and (not (kindIs "invalid" $s.forwardToLeader)) (ne (toString $s.forwardToLeader) "") -}}
 {{- $v = toString $s.forwardToLeader -}}
 {{- end -}}
-{{- range $s.extraArgs -}}
-{{- $a := toString . -}}
-{{- if regexMatch "^--?forward-to-leader(=.*)?$" $a -}}
-{{- $v = ternary (regexReplaceAll "^--?forward-to-leader=" $a "") "true" (contains "=" $a) -}}
+{{- $x := include "locus.flagValue" (list $s.extraArgs "forward-to-leader" true) -}}
+{{- if ne $x "" -}}
+{{- $v = $x -}}
 {{- $what = "scheduler.extraArgs (--forward-to-leader)" -}}
-{{- end -}}
 {{- end -}}
 {{- if and (gt (int $s.replicas) 1) (not (has $v (list "1" "t" "T" "TRUE" "true" "True"))) -}}
 {{- fail (printf "%s is %q with scheduler.replicas %d, so the followers would not forward to the leader: they report not ready by design, so a rolling update never sees its new pods ready (the old ones stay), helm --wait never returns, and the PodDisruptionBudget, counting the followers as down, blocks every node drain. Keep forwardToLeader true (followers forward placements to the leader), or run one replica" $what $v (int $s.replicas)) -}}
