@@ -118,7 +118,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.Var(units.Flag(&o.maxBody), "max-body-bytes", "request body limit of single calls (larger: 413)")
 	fs.Var(units.Flag(&o.maxBatchBody), "max-batch-body-bytes", "request body limit of batch calls (larger: 413)")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file holding a bearer token that mutating calls (POST, gRPC Place/PlaceBatch/Complete/CompleteBatch) must send; reads stay open")
-	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate: enables TLS on the HTTP and gRPC listeners (with --tls-key)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate: enables TLS on the HTTP and gRPC listeners (with --tls-key); it, the key and --tls-ca are read again when their files change")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM CA: require client certificates signed by it (mTLS)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long to wait for in-flight calls and the final counter flush")

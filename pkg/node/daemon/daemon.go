@@ -116,7 +116,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.fileVersion, "origin-file-version", "identity", "what a file's version is made of: identity (size, mtime, inode and ctime: a file replaced by rename is always a new version) or mtime (size and mtime only, for a root each node mounts itself with inode numbers of its own, such as FUSE, where identity versions would differ between nodes; a same-size replacement within one tick of the file clock then goes unseen)")
 	fs.StringVar(&o.gossipKeyFile, "gossip-key-file", "", "file holding the gossip encryption key (16, 24 or 32 bytes, raw or base64); the same on every node")
 	fs.StringVar(&o.gossipTuning, "gossip-tuning", "lan", "failure detector timings: lan (a dead node is detected in 3-7s) or loopback (1-3s; for single-host clusters)")
-	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate: enables TLS on gRPC and HTTP (with --tls-key)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate: enables TLS on gRPC and HTTP (with --tls-key); it, the key and --tls-ca are read again when their files change")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM CA: require client certificates signed by it (mTLS) and verify peers with it")
 	fs.DurationVar(&o.statTTL, "stat-ttl", node.DefaultStatTTL, "how long an object's size and version are trusted before asking the origin again: after a rewrite in the origin, reads whose pages are all cached may serve the previous version (whole, never mixed) for up to this long; lower it for fresher reads at the cost of more HEAD requests to the origin")
