@@ -75,9 +75,8 @@ type sink struct {
 	// checksum, whatever Config.Verify says (ViewVerified).
 	verify bool
 	// warm marks a Prefetch: its pages are counted apart from the reads'
-	// (Stats.PrefetchCachedPages and PrefetchFetchedPages) and not fed to
-	// the sizing estimators, and its hits do not count towards a page's
-	// promotion to the RAM tier.
+	// (Stats.PrefetchCachedPages and PrefetchFetchedPages), not fed to
+	// the sizing estimators, and its hits leave the RAM tier alone.
 	warm bool
 }
 
@@ -291,7 +290,7 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 		*r = c.plan(o, r.page, true, int64(hi-lo), s)
 	}
 	if len(st.fetched) > 0 {
-		c.ownFetches(st, o, refs, off, end, s.warm)
+		c.ownFetches(st, o, refs, off, end)
 	}
 	st.refs = refs
 	runs := st.runs[:0]
@@ -442,7 +441,7 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 // counted, its hit taken back); a page that is not (not stored, or
 // evicted since) keeps the count of its new plan, and the earlier miss is
 // taken back. Either way the page leaves st.fetched.
-func (c *Cache) ownFetches(st *readState, o *object, refs []pageRef, off, end int64, warm bool) {
+func (c *Cache) ownFetches(st *readState, o *object, refs []pageRef, off, end int64) {
 	ps := c.cfg.PageSize
 	// refs and st.fetched are in page order: one merge walk, keeping the
 	// entries of pages this window does not hold.
@@ -467,12 +466,7 @@ func (c *Cache) ownFetches(st *readState, o *object, refs []pageRef, off, end in
 		}
 		sh := c.shardFor(mix64(pageKey(o, r.page)))
 		sh.mu.Lock()
-		if warm {
-			sh.st.warmFetched--
-		} else {
-			sh.st.misses[f.cause].Pages--
-			sh.st.misses[f.cause].Bytes -= int64(hi - lo)
-		}
+		c.uncountMiss(sh, f.cause, int64(hi-lo), r.warm)
 		sh.mu.Unlock()
 	}
 	st.fetched = append(kept, fetched[k:]...)
@@ -518,11 +512,8 @@ func (c *Cache) uncount(o *object, r *pageRef, bytes int64) {
 	case r.kind == refHit:
 		sh.st.hitPages--
 		sh.st.hitBytes -= bytes
-	case (r.kind == refOwn || r.kind == refWait) && r.fl != nil && r.warm:
-		sh.st.warmFetched--
 	case (r.kind == refOwn || r.kind == refWait) && r.fl != nil:
-		sh.st.misses[r.fl.cause].Pages--
-		sh.st.misses[r.fl.cause].Bytes -= bytes
+		c.uncountMiss(sh, r.fl.cause, bytes, r.warm)
 	}
 	sh.mu.Unlock()
 }
@@ -560,7 +551,7 @@ func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64, s *sink) pag
 	sh.mu.Lock()
 	if sh.closed {
 		sh.mu.Unlock()
-		return pageRef{kind: refClosed, page: p}
+		return pageRef{kind: refClosed, page: p, warm: s.warm}
 	}
 	if slot, ok := sh.index[pk]; ok {
 		if m := &c.slots[slot]; m.obj == o {
@@ -620,6 +611,16 @@ func (c *Cache) countMiss(sh *shard, cause MissCause, bytes int64, warm bool) {
 	}
 	sh.st.misses[cause].Pages++
 	sh.st.misses[cause].Bytes += bytes
+}
+
+// uncountMiss takes back what countMiss counted.
+func (c *Cache) uncountMiss(sh *shard, cause MissCause, bytes int64, warm bool) {
+	if warm {
+		sh.st.warmFetched--
+		return
+	}
+	sh.st.misses[cause].Pages--
+	sh.st.misses[cause].Bytes -= bytes
 }
 
 // verified checks the pinned slot's checksum if it has not been checked
