@@ -291,9 +291,7 @@ func loadTLS(certFile, keyFile, caFile string, log *slog.Logger) (server, client
 			return nil, nil, nil, fileError{fmt.Errorf("--tls-ca: %w", err)}
 		}
 		ca.RequireClients(server)
-		client.RootCAs = ca.Pool()
-		base := client.Clone()
-		clientFor = func() *tls.Config { return ca.ClientConfig(base) }
+		clientFor = func() *tls.Config { return ca.ClientConfig(client) } // ClientConfig copies client
 	}
 	return server, client, clientFor, nil
 }

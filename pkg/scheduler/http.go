@@ -243,7 +243,7 @@ var forwardDialTimeout = 10 * time.Second // a variable for tests
 func (s *Scheduler) forwardTransport() http.RoundTripper {
 	s.fwdOnce.Do(func() {
 		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.TLSClientConfig = s.cfg.ClientTLS
+		t.TLSClientConfig = s.cfg.ClientTLS // unused with ClientTLSFor: DialTLSContext does the TLS
 		if tlsFor := s.cfg.ClientTLSFor; tlsFor != nil {
 			// Every TLS connection goes through DialTLSContext: no proxy
 			// (the transport would do the TLS itself, with TLSClientConfig,
