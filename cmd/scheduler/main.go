@@ -13,7 +13,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +22,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"google.golang.org/grpc/credentials"
 
 	"github.com/locuscache/locus/internal/daemonmain"
 	"github.com/locuscache/locus/internal/flagenv"
@@ -104,8 +105,8 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.etcdDialTimeout, "etcd-dial-timeout", scheduler.DefaultEtcdDialTimeout, "bound on connecting to etcd at start")
 	fs.StringVar(&o.etcdUser, "etcd-username", "", "etcd user name (optional)")
 	fs.StringVar(&o.etcdPasswordFile, "etcd-password-file", "", "file holding the etcd password")
-	fs.StringVar(&o.etcdCA, "etcd-tls-ca", "", "PEM CA verifying etcd's certificate (https endpoints)")
-	fs.StringVar(&o.etcdCert, "etcd-tls-cert", "", "PEM client certificate for etcd (with --etcd-tls-key)")
+	fs.StringVar(&o.etcdCA, "etcd-tls-ca", "", "PEM CA bundle verifying etcd's certificate (every endpoint then https://; read again when the file changes)")
+	fs.StringVar(&o.etcdCert, "etcd-tls-cert", "", "PEM client certificate for etcd (with --etcd-tls-key; read again when the files change)")
 	fs.StringVar(&o.etcdKey, "etcd-tls-key", "", "PEM private key of --etcd-tls-cert")
 	fs.BoolVar(&o.forward, "forward-to-leader", false, "on a follower, proxy mutating calls to the leader instead of answering 503 naming it")
 	fs.DurationVar(&o.localityWait, "locality-wait", scheduler.DefaultLocalityWait, "how long a task waits for a data-local slot before rack-local, and as long again before any node; 0: no wait")
@@ -243,8 +244,8 @@ func buildConfig(o options, log *slog.Logger) (scheduler.Config, error) {
 	if cfg.TLS, cfg.ClientTLS, cfg.ClientTLSFor, err = loadTLS(o.tlsCert, o.tlsKey, o.tlsCA, log); err != nil {
 		return cfg, err
 	}
-	if o.etcdCA != "" || o.etcdCert != "" {
-		if cfg.Etcd.TLS, err = etcdTLS(o.etcdCA, o.etcdCert, o.etcdKey, log); err != nil {
+	if o.etcdCA != "" || o.etcdCert != "" || o.etcdKey != "" {
+		if cfg.Etcd.TLS, cfg.Etcd.Credentials, err = etcdTLS(o.etcdCA, o.etcdCert, o.etcdKey, log); err != nil {
 			return cfg, err
 		}
 	}
@@ -270,8 +271,8 @@ func readSecret(path string) (string, error) {
 // gives it per connection): with --tls-ca, clients must present a
 // certificate signed by it. The certificate and key, and the CA bundle,
 // are reloaded when their files change (tlsreload), so neither a rotated
-// certificate nor a rotated CA needs a restart. The etcd client's CA
-// (etcdTLS) is read once.
+// certificate nor a rotated CA needs a restart; so are the etcd client's
+// (etcdTLS).
 func loadTLS(certFile, keyFile, caFile string, log *slog.Logger) (server, client *tls.Config, clientFor func() *tls.Config, err error) {
 	switch {
 	case certFile == "" && keyFile == "" && caFile == "":
@@ -297,36 +298,30 @@ func loadTLS(certFile, keyFile, caFile string, log *slog.Logger) (server, client
 }
 
 // etcdTLS builds the etcd client's TLS config; its client certificate is
-// reloaded when its files change, as the listeners' is.
-func etcdTLS(caFile, certFile, keyFile string, log *slog.Logger) (*tls.Config, error) {
+// reloaded when its files change, as the listeners' is. With a CA bundle
+// it also returns gRPC credentials that check etcd against the bundle as
+// it is at each handshake (the etcd client builds its own from the config
+// once, so a bundle in the config alone would be read once).
+func etcdTLS(caFile, certFile, keyFile string, log *slog.Logger) (*tls.Config, credentials.TransportCredentials, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12}
-	if caFile != "" {
-		pool, err := readPool(caFile)
-		if err != nil {
-			return nil, fileError{fmt.Errorf("--etcd-tls-ca: %w", err)}
-		}
-		c.RootCAs = pool
-	}
 	if certFile != "" || keyFile != "" {
+		if certFile == "" || keyFile == "" {
+			return nil, nil, errors.New("--etcd-tls-cert and --etcd-tls-key go together")
+		}
 		pair, err := tlsreload.Load(certFile, keyFile, log)
 		if err != nil {
-			return nil, fileError{fmt.Errorf("--etcd-tls-cert / --etcd-tls-key: %w", err)}
+			return nil, nil, fileError{fmt.Errorf("--etcd-tls-cert %s / --etcd-tls-key %s: %w", certFile, keyFile, err)}
 		}
 		c.GetClientCertificate = pair.GetClientCertificate
 	}
-	return c, nil
-}
-
-func readPool(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
+	if caFile == "" {
+		return c, nil, nil // the system's roots
+	}
+	ca, err := tlsreload.LoadCA(caFile, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, fileError{fmt.Errorf("--etcd-tls-ca: %w", err)}
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s holds no PEM certificate", path)
-	}
-	return pool, nil
+	return ca.ClientConfig(c), ca.ClientCredentials(c), nil
 }
 
 // serve runs the scheduler until ctx ends (a signal), then shuts it down.

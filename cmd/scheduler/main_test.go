@@ -138,3 +138,25 @@ func TestSIGTERM(t *testing.T) {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.Logs())
 	}
 }
+
+// TestEtcdTLSFlagsChecked: the etcd TLS flags are checked at start. Was: a
+// lone --etcd-tls-key was ignored (etcd dialed without a client
+// certificate), and an http:// endpoint next to --etcd-tls-ca would have
+// been dialed over TLS, which it does not speak.
+func TestEtcdTLSFlagsChecked(t *testing.T) {
+	files := nodetest.NewTLS(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--etcd-endpoints=https://127.0.0.1:2379", "--etcd-tls-key=" + files.KeyFile}, "--etcd-tls-cert and --etcd-tls-key go together"},
+		{[]string{"--etcd-endpoints=https://127.0.0.1:2379,http://127.0.0.2:2379", "--etcd-tls-ca=" + files.CAFile}, `etcd endpoint "http://127.0.0.2:2379" is not TLS`},
+		{[]string{"--etcd-endpoints=unix:///run/etcd.sock", "--etcd-tls-ca=" + files.CAFile}, "write it as https://"},
+	} {
+		var stderr bytes.Buffer
+		args := append(tc.args, "--http-addr=127.0.0.1:0", "--grpc-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0")
+		if code := run(args, func(string) (string, bool) { return "", false }, io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want a failure saying %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}

@@ -229,6 +229,9 @@ func TestBadValuesRefused(t *testing.T) {
 		{[]string{"scheduler.shutdownTimeout=1m"}, "Raise scheduler.terminationGracePeriodSeconds above 60"},
 		{[]string{"cachenode.drainTimeout=soon"}, "give a duration such as 45s"},
 		{[]string{"ipFamily=v6"}, "want IPv4 or IPv6"},
+		// With an etcd CA the scheduler dials every endpoint over TLS and
+		// refuses an http:// one at start; the chart says so first.
+		{[]string{"scheduler.etcd.endpoints={https://etcd-0:2379,http://etcd-1:2379}", "scheduler.etcd.tlsSecret=etcd-tls"}, "write it as https://"},
 		// Non-forwarding followers are never ready: updates and drains hang.
 		{[]string{"scheduler.replicas=2", "scheduler.etcd.endpoints={http://etcd:2379}", "scheduler.forwardToLeader=false"}, "Keep forwardToLeader true"},
 	} {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/credentials"
+
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/placement"
 	"github.com/locuscache/locus/pkg/schedapi"
@@ -202,6 +204,13 @@ type EtcdConfig struct {
 	Password string
 	// TLS for the etcd client (optional).
 	TLS *tls.Config
+	// Credentials, when set, are the gRPC transport credentials of every
+	// etcd connection, in place of the ones the etcd client builds from
+	// TLS once: the daemon passes ones that check etcd against the CA
+	// bundle as it is at each handshake (--etcd-tls-ca is read again when
+	// its file changes). With them every endpoint is dialed over TLS, so
+	// none may be an http:// or unix:// URL.
+	Credentials credentials.TransportCredentials
 	// Forward makes followers proxy mutating HTTP calls to the leader
 	// instead of answering 503 naming it.
 	Forward bool
@@ -284,11 +293,25 @@ func (c *Config) validate() error {
 		case c.Etcd.DialTimeout < 0 || c.Etcd.OpTimeout < 0:
 			return fmt.Errorf("%w: negative etcd timeout", ErrInvalidConfig)
 		}
+		if c.Etcd.Credentials != nil {
+			for _, ep := range c.Etcd.Endpoints {
+				if plaintextEndpoint(ep) {
+					return fmt.Errorf("%w: etcd endpoint %q is not TLS but an etcd CA is given (--etcd-tls-ca): write it as https://host:port", ErrInvalidConfig, ep)
+				}
+			}
+		}
 	}
 	if _, err := placement.New(c.Placement); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	return nil
+}
+
+// plaintextEndpoint reports whether the etcd client would dial ep without
+// TLS (an http:// or unix:// URL; etcd's endpoint.RequiresCredentials).
+func plaintextEndpoint(ep string) bool {
+	ep = strings.ToLower(ep)
+	return strings.HasPrefix(ep, "http://") || strings.HasPrefix(ep, "unix:") && !strings.HasPrefix(ep, "unixs:")
 }
 
 // sanitizeID maps a host name onto the membership id alphabet.

@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/locuscache/locus/pkg/placement"
 )
@@ -75,12 +76,18 @@ const persistChunk = 100
 
 func newHA(ctx context.Context, s *Scheduler) (*ha, error) {
 	cfg := s.cfg.Etcd
+	var dial []grpc.DialOption
+	if cfg.Credentials != nil {
+		// After the client's own: the last transport credentials win.
+		dial = append(dial, grpc.WithTransportCredentials(cfg.Credentials))
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   cfg.Endpoints,
 		DialTimeout: cfg.DialTimeout,
 		Username:    cfg.Username,
 		Password:    cfg.Password,
 		TLS:         cfg.TLS,
+		DialOptions: dial,
 		Logger:      zap.NewNop(),
 	})
 	if err != nil {

@@ -137,6 +137,13 @@ Secret names and mount paths.
 {{- if and (gt (int .Values.scheduler.replicas) 1) (not .Values.scheduler.etcd.endpoints) -}}
 {{- fail (printf "scheduler.replicas is %d but scheduler.etcd.endpoints is empty: standalone schedulers each keep their own state in memory (DESIGN.md), so several would place tasks on the same slots and count them apart. Set scheduler.etcd.endpoints for a highly available scheduler, or scheduler.replicas to 1" (int .Values.scheduler.replicas)) -}}
 {{- end -}}
+{{- if .Values.scheduler.etcd.tlsSecret -}}
+{{- range .Values.scheduler.etcd.endpoints -}}
+{{- if or (hasPrefix "http://" (lower .)) (hasPrefix "unix:" (lower .)) -}}
+{{- fail (printf "scheduler.etcd.endpoints has %q but scheduler.etcd.tlsSecret is set: with an etcd CA every endpoint is dialed over TLS, so write it as https://" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if not (has .Values.ipFamily (list "IPv4" "IPv6")) -}}
 {{- fail (printf "ipFamily is %q: want IPv4 or IPv6 (the family of the pods' IPs)" (toString .Values.ipFamily)) -}}
 {{- end -}}

@@ -2,6 +2,7 @@ package schedulertest
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/url"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -33,6 +35,17 @@ type Etcd struct {
 	// Kind is "binary <path>" or "embed".
 	Kind string
 	stop func()
+	tls  *tls.Config // a client's, for an etcd serving TLS
+}
+
+// EtcdTLS makes StartEtcdTLS's etcd serve its client port over mutual
+// TLS: etcd reads CertFile and KeyFile at each handshake (a replaced
+// certificate is served without a restart), and takes client certificates
+// signed by a CA in ClientCAFile. Client is a client's configuration, for
+// the helper's own calls.
+type EtcdTLS struct {
+	CertFile, KeyFile, ClientCAFile string
+	Client                          *tls.Config
 }
 
 // Stop stops the etcd now (an outage); the test's cleanup is then a no-op.
@@ -52,6 +65,13 @@ func FreePort(t testing.TB) int {
 // the test ends.
 func StartEtcd(t testing.TB) *Etcd {
 	t.Helper()
+	return StartEtcdTLS(t, nil)
+}
+
+// StartEtcdTLS is StartEtcd with the client port over mutual TLS (https
+// endpoints), or plain with nil.
+func StartEtcdTLS(t testing.TB, tc *EtcdTLS) *Etcd {
+	t.Helper()
 	mode := os.Getenv(EtcdEnv)
 	path := os.Getenv("LOCUS_ETCD")
 	if path == "" {
@@ -60,18 +80,25 @@ func StartEtcd(t testing.TB) *Etcd {
 	bin, lookErr := exec.LookPath(path)
 	switch {
 	case mode == "embed" || (mode == "" && lookErr != nil):
-		return startEmbedded(t)
+		return startEmbedded(t, tc)
 	case lookErr != nil:
 		t.Fatalf("%s=binary but no etcd binary: %v (install Debian's etcd-server or set LOCUS_ETCD)", EtcdEnv, lookErr)
 	}
-	return startBinary(t, bin)
+	return startBinary(t, bin, tc)
 }
 
-func startBinary(t testing.TB, bin string) *Etcd {
+func startBinary(t testing.TB, bin string, tc *EtcdTLS) *Etcd {
 	t.Helper()
 	dir := t.TempDir()
 	cport, pport := FreePort(t), FreePort(t)
-	curl := fmt.Sprintf("http://127.0.0.1:%d", cport)
+	scheme := "http"
+	var tlsArgs []string
+	if tc != nil {
+		scheme = "https"
+		tlsArgs = []string{"--cert-file", tc.CertFile, "--key-file", tc.KeyFile,
+			"--trusted-ca-file", tc.ClientCAFile, "--client-cert-auth"}
+	}
+	curl := fmt.Sprintf("%s://127.0.0.1:%d", scheme, cport)
 	purl := fmt.Sprintf("http://127.0.0.1:%d", pport)
 	logPath := filepath.Join(dir, "etcd.log")
 	logf, err := os.Create(logPath)
@@ -85,6 +112,7 @@ func startBinary(t testing.TB, bin string) *Etcd {
 		"--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
 		"--initial-cluster", "default="+purl,
 		"--log-level", "warn")
+	cmd.Args = append(cmd.Args, tlsArgs...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -107,6 +135,9 @@ func startBinary(t testing.TB, bin string) *Etcd {
 		}
 	})
 	e := &Etcd{Endpoints: []string{curl}, Kind: "binary " + bin, stop: stop}
+	if tc != nil {
+		e.tls = tc.Client
+	}
 	waitEtcd(t, e)
 	return e
 }
@@ -118,12 +149,18 @@ func tail(b []byte, n int) []byte {
 	return b
 }
 
-func startEmbedded(t testing.TB) *Etcd {
+func startEmbedded(t testing.TB, tc *EtcdTLS) *Etcd {
 	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Dir = filepath.Join(t.TempDir(), "etcd")
 	cport, pport := FreePort(t), FreePort(t)
-	cu, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", cport))
+	scheme := "http"
+	if tc != nil {
+		scheme = "https"
+		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: tc.CertFile, KeyFile: tc.KeyFile,
+			TrustedCAFile: tc.ClientCAFile, ClientCertAuth: true}
+	}
+	cu, _ := url.Parse(fmt.Sprintf("%s://127.0.0.1:%d", scheme, cport))
 	pu, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", pport))
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
@@ -143,6 +180,9 @@ func startEmbedded(t testing.TB) *Etcd {
 		t.Fatal("embedded etcd not ready within 30s")
 	}
 	out := &Etcd{Endpoints: []string{cu.String()}, Kind: "embed", stop: stop}
+	if tc != nil {
+		out.tls = tc.Client
+	}
 	waitEtcd(t, out)
 	return out
 }
@@ -150,7 +190,7 @@ func startEmbedded(t testing.TB) *Etcd {
 // waitEtcd waits until the etcd answers a read.
 func waitEtcd(t testing.TB, e *Etcd) {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 2 * time.Second, TLS: e.tls, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +213,7 @@ func waitEtcd(t testing.TB, e *Etcd) {
 // Client returns an etcd client of e, closed when the test ends.
 func (e *Etcd) Client(t testing.TB) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 2 * time.Second, TLS: e.tls, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
