@@ -97,10 +97,12 @@ func headerTime(h http.Header, name string) (time.Time, bool) {
 }
 
 // etagListMatches reports whether list ("*", or comma-separated entity tags,
-// quoted or not, possibly W/-prefixed) matches etag. With weak set, W/ tags
-// compare by their opaque value; without it they never match.
+// quoted or not, possibly W/-prefixed) matches etag (itself possibly weak,
+// as some S3-compatible stores send it). With weak set, W/ tags compare by
+// their opaque value; without it a weak tag on either side never matches.
 func etagListMatches(list, etag string, weak bool) bool {
 	want := unquote(etag)
+	weakETag := strings.HasPrefix(etag, "W/")
 	list = strings.TrimSpace(list)
 	if list == "*" {
 		return true
@@ -133,7 +135,7 @@ func etagListMatches(list, etag string, weak bool) bool {
 		if tag == "*" {
 			return true
 		}
-		if (weak || !isWeak) && tag == want {
+		if (weak || !isWeak && !weakETag) && tag == want {
 			return true
 		}
 	}
@@ -150,9 +152,12 @@ func unquote(etag string) string {
 }
 
 // quoteETag renders a version as an HTTP entity tag: S3 versions already
-// carry their quotes; other versions (file size+mtime, test stores) get them.
+// carry their quotes (a weak one its W/ prefix too, as the store sent it:
+// origin.NormalizeETag); other versions (file size+mtime, test stores) get
+// them.
 func quoteETag(version string) string {
-	if len(version) >= 2 && version[0] == '"' && version[len(version)-1] == '"' {
+	quoted := strings.TrimPrefix(version, "W/")
+	if len(quoted) >= 2 && quoted[0] == '"' && quoted[len(quoted)-1] == '"' {
 		return version
 	}
 	return `"` + version + `"`

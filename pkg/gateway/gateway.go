@@ -242,6 +242,10 @@ var errClientGone = fmt.Errorf("gateway: the client went away: %w", context.Canc
 func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	rid, bucket, key, uri string, q url.Values, mayRetry bool, out *outcome) (retry bool) {
 	*out = outcome{}
+	var before http.Header // the headers as they were, for a retry to start from
+	if mayRetry {
+		before = w.Header().Clone()
+	}
 	info, err := g.cfg.Backend.Stat(ctx, uri)
 	rv, canRevalidate := g.cfg.Backend.(Revalidator)
 	if canRevalidate && err == nil && info.Listed {
@@ -396,12 +400,19 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 			return false
 		}
 		if mayRetry && (errors.Is(err, origin.ErrVersionChanged) || errors.Is(err, cache.ErrVersionChanged)) {
-			for _, k := range []string{"Content-Range", "x-amz-mp-parts-count"} {
-				h.Del(k)
+			// Nothing of this version's headers may reach the next one's
+			// response (its ETag, Content-Type, x-amz-meta-*).
+			clear(h)
+			for k, v := range before {
+				h[k] = v
 			}
 			return true
 		}
-		g.fail(w, r, rid, errorFor(err, bucket, key), err)
+		e := errorFor(err, bucket, key)
+		if partial && e.Status == http.StatusRequestedRangeNotSatisfiable {
+			h.Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10)) // not the 206's
+		}
+		g.fail(w, r, rid, e, err)
 		return false
 	}
 	g.cfg.Logger.Debug("gateway read", "path", r.URL.Path, "request_id", rid, "bytes", sum.Bytes,

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"errors"
 	"fmt"
 	"net/http/httptest"
 	"sync/atomic"
@@ -13,11 +12,11 @@ import (
 	"github.com/locuscache/locus/pkg/readpath"
 )
 
-// TestReviewWeakOriginETag: origin.NormalizeETag deliberately keeps a weak
-// ETag (W/"...") as the store sent it, but quoteETag wraps it in another
+// TestWeakOriginETag: origin.NormalizeETag keeps a weak
+// ETag (W/"...") as the store sent it. Was: quoteETag wrapped it in another
 // pair of quotes: the client gets the malformed ETag "W/"abc"" and its
 // If-None-Match with the ETag it was given never matches.
-func TestReviewWeakOriginETag(t *testing.T) {
+func TestWeakOriginETag(t *testing.T) {
 	data := []byte("0123456789")
 	be := backendFunc{
 		stat: func(string) (origin.Info, error) {
@@ -52,11 +51,11 @@ func TestReviewWeakOriginETag(t *testing.T) {
 	}
 }
 
-// TestReviewRetryDropsOldVersionHeaders: the object changes between Stat and
+// TestRetryDropsOldVersionHeaders: the object changes between Stat and
 // the first byte; the gateway starts over, but headers it set from the old
 // version's Stat survive into the new version's response (a user metadata
 // header the new version does not have, e.g. rclone's mtime).
-func TestReviewRetryDropsOldVersionHeaders(t *testing.T) {
+func TestRetryDropsOldVersionHeaders(t *testing.T) {
 	newData := []byte("new bytes")
 	var stats atomic.Int32
 	be := backendFunc{
@@ -88,11 +87,11 @@ func TestReviewRetryDropsOldVersionHeaders(t *testing.T) {
 	}
 }
 
-// TestReviewReadRangeErrorContentRange: a Read that fails before the first
+// TestReadRangeErrorContentRange: a Read that fails before the first
 // byte with a range error becomes 416, but keeps the Content-Range of the
 // 206 it was going to send ("bytes 10-19/1000"), where RFC 9110 wants
 // "bytes */1000" on a 416.
-func TestReviewReadRangeErrorContentRange(t *testing.T) {
+func TestReadRangeErrorContentRange(t *testing.T) {
 	be := backendFunc{
 		stat: func(string) (origin.Info, error) { return origin.Info{Size: 1000, Version: `"v"`}, nil },
 		read: func(req readpath.Request, emit func([]byte) error) (readpath.Summary, error) {
@@ -113,5 +112,4 @@ func TestReviewReadRangeErrorContentRange(t *testing.T) {
 	if cr := w.Header().Get("Content-Range"); cr != "" && cr != "bytes */1000" {
 		t.Errorf("416 with Content-Range %q, want bytes */1000 (or none)", cr)
 	}
-	_ = errors.New
 }
