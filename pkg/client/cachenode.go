@@ -107,6 +107,10 @@ func (c *Client) read(ctx context.Context, nodeAddr string, req readpath.Request
 	if callerDeadline(ctx, err) {
 		return readpath.Summary{}, fmt.Errorf("client: read %s from %s: %w", req.URI, nodeAddr, context.DeadlineExceeded)
 	}
+	if c.isClosed() {
+		// Close tore the connection down: not a node failure.
+		return readpath.Summary{}, fmt.Errorf("client: read %s from %s: %w (%v)", req.URI, nodeAddr, ErrClosed, err)
+	}
 	var werr *writeError
 	var vErr *wrongVersionError
 	// DATA_LOSS: the node sent bytes it could not stand by (a peer served
@@ -195,7 +199,11 @@ func (c *Client) streamRange(ctx context.Context, addr string, req readpath.Requ
 				return readpath.Summary{}, fmt.Errorf("%w: chunk of %d bytes at offset %d, expected offset %d, range end %d",
 					ErrProtocol, len(data), m.Chunk.GetOffset(), *pos, end)
 			}
+			// The caller's writer may block (back-pressure): that time is
+			// not the node's silence.
+			idle.Stop()
 			n, werr := w.Write(data)
+			idle.Reset(c.cfg.IdleTimeout)
 			*pos += int64(n)
 			if werr == nil && n < len(data) {
 				werr = io.ErrShortWrite
@@ -351,6 +359,9 @@ func (c *Client) stat(ctx context.Context, nodeAddr, uri string, count bool) (Ob
 	}
 	if ctx.Err() != nil {
 		return ObjectInfo{}, fmt.Errorf("client: stat %s on %s: %w", uri, nodeAddr, context.Cause(ctx))
+	}
+	if c.isClosed() {
+		return ObjectInfo{}, fmt.Errorf("client: stat %s on %s: %w (%v)", uri, nodeAddr, ErrClosed, err)
 	}
 	if definitive(err) || errors.Is(err, ErrClosed) {
 		return ObjectInfo{}, err

@@ -61,6 +61,13 @@ func (c *Client) Close() error {
 	return errors.Join(errs...)
 }
 
+// isClosed reports whether Close was called.
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
 // Stats counts the client's reads and fallbacks since New.
 type Stats struct {
 	// Reads is the number of range reads started (ReadRange, ReadSplit,
@@ -134,6 +141,6 @@ func (c *Client) service(addr string) (cachev1.CacheServiceClient, error) {
 		c.pools[addr] = p
 		c.cfg.Logger.Debug("client: new connection pool", "node", addr, "conns", len(p.conns))
 	}
-	cc := p.conns[int(p.next.Add(1))%len(p.conns)]
+	cc := p.conns[p.next.Add(1)%uint32(len(p.conns))]
 	return cachev1.NewCacheServiceClient(cc), nil
 }

@@ -23,11 +23,11 @@ func (w *closingWriter) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
-// TestReviewCloseDuringReadFallsBack: Close documents "Calls in flight
-// fail", but with an Origin configured an in-flight read whose connection
+// TestCloseDuringReadFails: Close documents "Calls in flight
+// fail"; was, with an Origin configured an in-flight read whose connection
 // Close tore down is taken for a node failure and completed from the
 // origin (counted as a node failure and an owner_unavailable miss).
-func TestReviewCloseDuringReadFallsBack(t *testing.T) {
+func TestCloseDuringReadFails(t *testing.T) {
 	e := newEnv(t)
 	const size = 40 << 20 // more than the 16 MiB window: not all buffered
 	e.data = bytes.Repeat(testData(1<<20, 9), size>>20)

@@ -23,13 +23,13 @@ func (w *slowWriter) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
-// TestReviewIdleTimeoutCountsCallerWrite: the idle timer keeps running
-// while the client blocks in the caller's Write, so a healthy node whose
-// stream is only held back by the caller's own writer is declared stalled:
-// without an Origin the read fails with ErrNodeUnavailable; with one, it
-// falls back and the node's local hits are reported as owner_unavailable
-// misses.
-func TestReviewIdleTimeoutCountsCallerWrite(t *testing.T) {
+// TestIdleTimerStopsDuringCallerWrite: time the client spends blocked in
+// the caller's Write is not the node's silence. Was: the idle timer kept
+// running, so a healthy node held back only by the caller's writer was
+// declared stalled: without an Origin the read failed with
+// ErrNodeUnavailable; with one, it fell back and the node's local hits
+// were reported as owner_unavailable misses.
+func TestIdleTimerStopsDuringCallerWrite(t *testing.T) {
 	for _, withOrigin := range []bool{false, true} {
 		// A range larger than the client's 16 MiB flow-control window, as
 		// a 128 MiB split is: the node cannot send it all ahead.
