@@ -932,6 +932,12 @@ func (s *Scheduler) CompleteBatch(ctx context.Context, req schedapi.CompleteBatc
 	}
 	seq := s.seq.Load()
 	s.mu.Unlock()
+	if done == 0 && len(retried) == 0 {
+		// Nothing changed: nothing to wait for. (Was: a leader that had
+		// changed no counter in its term yet took its own term's start
+		// for an earlier term's change and answered 503 not_leader.)
+		return out, nil
+	}
 	if err := s.persisted(ctx, seq); err != nil {
 		if len(applied) > 0 {
 			s.noteUnconfirmed(applied, locs)
