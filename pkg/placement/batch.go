@@ -52,16 +52,27 @@ func (p *Placer) PlaceBatch(in []Task, now time.Time) ([]Assignment, error) {
 	// Admit the tasks (indexed, holding their jobs active, neither queued
 	// nor running until placed or queued below); this also finds
 	// duplicates, within the batch too. Undo on error.
+	// Jobs the batch names for the first time are created without
+	// forgetting idle ones (Config.MaxJobs) until the batch is accepted: a
+	// refused batch leaves no job behind and forgets none.
 	p.reserve(len(in))
 	p.tasks.grow(len(in))
 	ts := make([]*task, len(in))
+	var created []*jobState
 	for i := range in {
-		j := p.job(in[i].Job)
+		j := p.findJob(in[i].Job)
+		if j == nil {
+			j = p.newJob(in[i].Job)
+			created = append(created, j)
+		}
 		h := p.tasks.hashOf(j, in[i].ID)
 		if dup := p.tasks.find(h, j, in[i].ID); dup != nil {
 			twice := dup.state == stateFree // admitted above
 			for _, t := range ts[:i] {
 				p.forget(t)
+			}
+			for _, j := range created {
+				p.dropJob(j)
 			}
 			if twice {
 				return nil, fmt.Errorf("%w: job %q task %q listed twice in the batch", ErrDuplicateTask, in[i].Job, in[i].ID)
@@ -72,6 +83,9 @@ func (p *Placer) PlaceBatch(in []Task, now time.Time) ([]Assignment, error) {
 		t.key = taskKey{in[i].Job, in[i].ID}
 		p.admit(t, j, h)
 		ts[i] = t
+	}
+	if created != nil {
+		p.evictIdle(p.cfg.MaxJobs) // the batch's own jobs are active
 	}
 	p.catchUp(now)
 	for i, t := range ts {

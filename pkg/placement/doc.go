@@ -31,7 +31,11 @@
 //
 // A level that cannot be satisfied costs no wait: when the owner's rack is
 // unknown (the owner was never a member, or has Rack ""), there is no rack
-// level and the task may go anywhere from s + w; when none of the preferred
+// level and the task may go anywhere from s + w, and so when the rack has
+// no node besides the task's preferred ones that can take tasks (the owner
+// alone in its rack, the others draining, dead, with 0 slots or gone):
+// checked when the task reaches the rack level, and again when the last
+// such node stops taking tasks; when none of the preferred
 // nodes can take tasks at all (unknown, draining, dead, or 0 slots) the
 // data-local wait is skipped, at submit time or as soon as the last of them
 // stops taking tasks. Wait <= 0 means anywhere at once. At every level the

@@ -52,18 +52,20 @@ func TestRejoinAndRackMove(t *testing.T) {
 		t.Fatal("t3 placed at once with a over its slots and waiting data-local")
 	}
 	check("a over")
-	// b moves to rack r2 before t3 reaches rack level: at rack level t3
-	// (owner a, rack r1) must not go RACK_LOCAL to b (now r2).
+	// b moves to rack r2 before t3 reaches rack level: t3 (owner a, rack
+	// r1) must not go RACK_LOCAL to b (now r2). With no node of r1 but a
+	// (full) left, the rack level cannot be satisfied and costs no wait:
+	// t3 goes anywhere when it reaches it.
 	if _, err := p.SetNodes([]placement.Node{{ID: "a", Rack: "r1", Slots: 1}, {ID: "b", Rack: "r2", Slots: 1}, {ID: "c", Rack: "r2", Slots: 1}}, at(30*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	if as := p.Advance(at(w + 50*time.Millisecond)); len(as) != 0 {
-		t.Fatalf("t3 placed at rack level on %+v, but no node of r1 but a (full) is left", as)
+	if as := p.Advance(at(w - 50*time.Millisecond)); len(as) != 0 {
+		t.Fatalf("t3 placed during its data-local wait: %+v", as)
 	}
 	check("b moved")
-	as := p.Advance(at(2*w + 50*time.Millisecond))
+	as := p.Advance(at(w + 50*time.Millisecond))
 	if len(as) != 1 || as[0].Task != "t3" || as[0].Locality != placement.OtherLocal {
-		t.Fatalf("at the last level: %+v, want t3 OTHER_LOCAL", as)
+		t.Fatalf("at the rack level, with no other node in r1: %+v, want t3 OTHER_LOCAL at once", as)
 	}
 	check("t3 anywhere")
 	// a completes one task: still at its 1 slot (runs 1), nothing freed.

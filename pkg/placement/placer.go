@@ -155,6 +155,7 @@ type rack struct {
 	name    string
 	free    nodeSet // alive member nodes of this rack with a free slot
 	waiters list    // queued tasks at level >= levelRack owned in this rack
+	usable  int     // member nodes of this rack that can take tasks (node.usable)
 }
 
 type node struct {
@@ -336,6 +337,10 @@ func (p *Placer) upsert(nd Node, now time.Time, lost []Lost) []Lost {
 	if n.member && n.state == Alive {
 		p.aliveSlots -= n.slots
 	}
+	was, wasUsable := n.rack, n.usable()
+	if wasUsable && was != nil {
+		was.usable--
+	}
 	if r := p.internRack(nd.Rack); r != n.rack {
 		if n.rack != nil {
 			n.rack.free.remove(n)
@@ -353,8 +358,14 @@ func (p *Placer) upsert(nd Node, now time.Time, lost []Lost) []Lost {
 	if n.state == Alive {
 		p.aliveSlots += n.slots
 	}
+	if n.usable() && n.rack != nil {
+		n.rack.usable++
+	}
 	p.refresh(n)
 	p.hopeless(n)
+	if wasUsable && (!n.usable() || n.rack != was) {
+		p.rackless(was)
+	}
 	return lost
 }
 
@@ -396,11 +407,62 @@ func (p *Placer) hopeless(n *node) {
 			t.anyAt -= shift
 		}
 		old := t.level
-		t.level = t.levelAt(p.nowNS)
+		p.setLevel(t)
 		p.steps.remove(t)
 		p.enterLevel(t, old)
 		p.leveled = append(p.leveled, t)
 	})
+}
+
+// rackless ends the rack-local wait of r's waiters when no node of r but
+// their preferred ones can take tasks any more (the last other one died,
+// drained, left or moved): waiting there buys nothing. Those still at the
+// data-local level skip the rack level when they reach it (setLevel).
+func (p *Placer) rackless(r *rack) {
+	if r == nil || r.waiters.n == 0 {
+		return
+	}
+	var ended []*task
+	r.waiters.each(func(t *task) {
+		if t.level == levelRack && !t.rackHasOther() {
+			ended = append(ended, t)
+		}
+	})
+	for _, t := range ended {
+		p.steps.remove(t)
+		old := t.level
+		p.setLevel(t)
+		p.enterLevel(t, old)
+		p.leveled = append(p.leveled, t)
+	}
+}
+
+// rackHasOther reports whether the owner's rack has a node that can take
+// tasks besides the task's preferred nodes: without one the rack level
+// cannot be satisfied.
+func (t *task) rackHasOther() bool {
+	r := t.ownerRack
+	if r == nil {
+		return false
+	}
+	n := r.usable
+	for _, m := range t.prefer {
+		if m.rack == r && m.usable() {
+			n--
+		}
+	}
+	return n > 0
+}
+
+// setLevel sets the level the task has reached now. A task reaching the
+// rack level of a rack with no node to offer (rackHasOther) goes on to
+// the any level at once: a level that cannot be satisfied costs no wait.
+func (p *Placer) setLevel(t *task) {
+	t.level = t.levelAt(p.nowNS)
+	if t.level == levelRack && !t.rackHasOther() {
+		t.anyAt = p.nowNS
+		t.level = levelOther
+	}
 }
 
 // RemoveNode drops a node from the membership at time now. Its running
@@ -419,10 +481,17 @@ func (p *Placer) remove(n *node, now time.Time, lost []Lost) []Lost {
 	if n.state == Alive {
 		p.aliveSlots -= n.slots
 	}
+	wasUsable := n.usable()
+	if wasUsable && n.rack != nil {
+		n.rack.usable--
+	}
 	n.member = false
 	p.refresh(n)
 	lost = p.loseAll(n, lost)
 	p.hopeless(n) // after loseAll, which may queue pending tasks again
+	if wasUsable {
+		p.rackless(n.rack)
+	}
 	return lost
 }
 
@@ -535,7 +604,14 @@ func (p *Placer) job(name string) *jobState {
 	if j := p.findJob(name); j != nil {
 		return j
 	}
-	for len(p.jobs) >= p.cfg.MaxJobs && p.idle.head != nil {
+	p.evictIdle(p.cfg.MaxJobs - 1)
+	return p.newJob(name)
+}
+
+// evictIdle forgets the longest idle jobs until at most keep jobs are
+// left or none is idle.
+func (p *Placer) evictIdle(keep int) {
+	for len(p.jobs) > keep && p.idle.head != nil {
 		old := p.idle.head
 		p.idle.remove(old)
 		delete(p.jobs, old.name)
@@ -551,6 +627,21 @@ func (p *Placer) job(name string) *jobState {
 		}
 		p.forgotten = append(p.forgotten, old.name)
 	}
+}
+
+// dropJob undoes newJob for a job that never held a task (a refused
+// batch's).
+func (p *Placer) dropJob(j *jobState) {
+	p.idle.remove(j)
+	delete(p.jobs, j.name)
+	if p.lastJob == j {
+		p.lastJob = nil
+	}
+}
+
+// newJob creates the job record of name, which must not exist, evicting
+// nothing.
+func (p *Placer) newJob(name string) *jobState {
 	p.jobSeq++
 	j := &jobState{name: name, num: p.jobSeq}
 	p.jobs[name] = j
@@ -723,7 +814,7 @@ func (p *Placer) newTask(t *task, in *Task, now time.Time) {
 		cur = addNS(cur, w)
 	}
 	t.anyAt = cur
-	t.level = t.levelAt(p.nowNS)
+	p.setLevel(t)
 }
 
 // owner is the id of the task's owner (Prefer[0]), "" if none.
@@ -993,7 +1084,7 @@ func (p *Placer) unplace(t *task) {
 		lc.Running--
 	}
 	t.state, t.node, t.loc, t.placed = stateFree, nil, 0, time.Time{}
-	t.level = t.levelAt(p.nowNS)
+	p.setLevel(t)
 	p.enqueue(t)
 	p.leveled = append(p.leveled, t) // catch-up will look for a slot for it
 }
@@ -1028,7 +1119,7 @@ func (p *Placer) catchUp(now time.Time) {
 		}
 		p.steps.remove(t)
 		old := t.level
-		t.level = t.levelAt(p.nowNS)
+		p.setLevel(t)
 		p.enterLevel(t, old)
 		p.leveled = append(p.leveled, t)
 	}

@@ -183,7 +183,7 @@ func (p *Placer) relevel(t *task) {
 	if t.ownerRack != nil {
 		t.anyAt = addNS(t.rackAt, w)
 	}
-	t.level = t.levelAt(p.nowNS)
+	p.setLevel(t)
 }
 
 // mergeBySeq links in (links of tasks in ascending seq order, none in q)

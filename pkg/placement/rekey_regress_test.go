@@ -87,8 +87,9 @@ func TestRekeyListedTwiceLastWins(t *testing.T) {
 	w := 10 * time.Second
 	p := newPlacer(t, placement.Config{},
 		placement.Node{ID: "n1", Rack: "r1", Slots: 1},
-		placement.Node{ID: "n2", Rack: "r2", Slots: 1})
-	for _, n := range []string{"n1", "n2"} {
+		placement.Node{ID: "n2", Rack: "r2", Slots: 1},
+		placement.Node{ID: "n3", Rack: "r1", Slots: 1}) // busy: the rack level is there
+	for _, n := range []string{"n1", "n2", "n3"} {
 		if _, placed, err := p.Submit(placement.Task{Job: "j", ID: "busy-" + n, Prefer: []string{n}, Wait: w}, t0); err != nil || !placed {
 			t.Fatalf("submit busy-%s: placed %v, err %v", n, placed, err)
 		}

@@ -14,7 +14,7 @@ import (
 //     running when its slots were lowered (then it takes none until below);
 //   - every running task is on a member node that is alive or draining;
 //   - the free-slot indexes hold exactly the alive member nodes with a free
-//     slot; the queue indexes hold exactly the queued tasks at their level;
+//     slot, and each rack counts the nodes that can take tasks; the queue indexes hold exactly the queued tasks at their level;
 //   - counters add up: per level placed = completed + running + lost, the
 //     running and queued gauges match the tasks, and the jobs sum to the
 //     global counters (while no job was forgotten and nothing imported);
@@ -50,6 +50,17 @@ func (p *Placer) Verify() error {
 	}
 	if alive != p.aliveSlots {
 		bad("alive slots %d, counted %d", p.aliveSlots, alive)
+	}
+	usable := map[*rack]int{}
+	for _, n := range p.nodeList {
+		if n.usable() && n.rack != nil {
+			usable[n.rack]++
+		}
+	}
+	for _, r := range p.racks {
+		if r.usable != usable[r] {
+			bad("rack %s: %d usable nodes counted, %d are", r.name, r.usable, usable[r])
+		}
 	}
 	if len(p.free.nodes) != countFree(p.nodeList) {
 		bad("free index has %d nodes, %d take tasks", len(p.free.nodes), countFree(p.nodeList))
