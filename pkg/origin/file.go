@@ -293,9 +293,16 @@ func (s *FileStore) List(ctx context.Context, prefix string, fn func(Info) error
 		base = s.realRoot
 	}
 	if !ok {
-		// The prefix names a partial component of the root itself, such
-		// as file:///data/la for root /data/lake: walk the whole root.
+		// The prefix names the root itself without its "/"
+		// (file:///data/lake for root /data/lake; resolve refuses a
+		// partial component such as file:///data/la, as it does the
+		// root's parent): walk the whole root, naming the files as the
+		// prefix names the root (either spelling of a root that is a
+		// symbolic link).
 		rel, base = ".", s.root
+		if !strings.HasPrefix(s.root+"/", u.Path) {
+			base = s.realRoot
+		}
 	}
 	if _, err := s.checkLinks(prefix, rel); err != nil {
 		if errors.Is(err, ErrNotFound) {

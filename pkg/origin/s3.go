@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -23,6 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // S3Config configures an S3Store. The zero value (after validation) talks
@@ -321,8 +325,13 @@ func (s *S3Store) ReadAt(ctx context.Context, uri, version string, p []byte, off
 	defer cancel()
 	n := 0
 	for attempt := 1; ; attempt++ {
-		m, err := s.getRange(opCtx, ctx, u, version, p[n:], off+int64(n))
+		m, etag, err := s.getRange(opCtx, ctx, u, version, p[n:], off+int64(n))
 		n += m
+		if version == "" {
+			// An unpinned read is pinned to the version of its first
+			// bytes: a resumed piece must not be of another version.
+			version = etag
+		}
 		var be *bodyError
 		if err == nil || err == io.EOF {
 			return n, err
@@ -372,8 +381,14 @@ type bodyError struct{ err error }
 func (e *bodyError) Error() string { return "reading response body: " + e.err.Error() }
 func (e *bodyError) Unwrap() error { return e.err }
 
-// getRange performs one GetObject for p at off and reads its body into p.
-func (s *S3Store) getRange(opCtx, parent context.Context, u URI, version string, p []byte, off int64) (int, error) {
+// getRange performs one GetObject for p at off and reads its body into p;
+// etag is the version the store sent.
+func (s *S3Store) getRange(opCtx, parent context.Context, u URI, version string, p []byte, off int64) (n int, etag string, err error) {
+	n, err = s.getRangeBody(opCtx, parent, u, version, p, off, &etag)
+	return n, etag, err
+}
+
+func (s *S3Store) getRangeBody(opCtx, parent context.Context, u URI, version string, p []byte, off int64, etag *string) (int, error) {
 	rng := "bytes=" + strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+int64(len(p))-1, 10)
 	in := &s3.GetObjectInput{Bucket: aws.String(u.Bucket), Key: aws.String(u.Key), Range: aws.String(rng)}
 	if version != "" {
@@ -387,10 +402,10 @@ func (s *S3Store) getRange(opCtx, parent context.Context, u URI, version string,
 		return 0, s.mapErr(parent, "GET", u.String()+" "+rng, err)
 	}
 	defer out.Body.Close()
-	if version != "" {
-		if got := NormalizeETag(aws.ToString(out.ETag)); got != "" && got != version {
-			return 0, fmt.Errorf("%w: GET %s: asked for ETag %s, store sent %s", ErrVersionChanged, u, version, got)
-		}
+	got := NormalizeETag(aws.ToString(out.ETag))
+	*etag = got
+	if version != "" && got != "" && got != version {
+		return 0, fmt.Errorf("%w: GET %s: asked for ETag %s, store sent %s", ErrVersionChanged, u, version, got)
 	}
 	want := int64(len(p)) // bytes expected in this body
 	atEnd := true         // does the body end at the end of the object?
@@ -400,8 +415,14 @@ func (s *S3Store) getRange(opCtx, parent context.Context, u URI, version string,
 			return 0, fmt.Errorf("origin: GET %s %s: unexpected Content-Range %q", u, rng, cr)
 		}
 		want = min(want, end-start+1)
-		atEnd = total < 0 || end+1 == total
+		// An unknown total ("*") does not say the body ends the object:
+		// a short body is a partial one, and a read past the end gets
+		// 416, which settles it (afterRangeNotSatisfiable).
+		atEnd = total >= 0 && end+1 == total
 	} else {
+		if rawStatus(out.ResultMetadata) == http.StatusPartialContent {
+			return 0, fmt.Errorf("origin: GET %s %s: 206 Partial Content without Content-Range: cannot tell where the bytes start", u, rng)
+		}
 		// The server ignored Range and sent the whole object (200).
 		if out.ContentLength == nil || *out.ContentLength < 0 {
 			return 0, fmt.Errorf("origin: GET %s %s: the store ignored Range and sent no Content-Length", u, rng)
@@ -433,6 +454,14 @@ func (s *S3Store) getRange(opCtx, parent context.Context, u URI, version string,
 	return n, nil
 }
 
+// rawStatus is the HTTP status of a response, 0 if unknown.
+func rawStatus(md middleware.Metadata) int {
+	if r, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response); ok && r != nil && r.Response != nil {
+		return r.StatusCode
+	}
+	return 0
+}
+
 // errPartialRange: a response held fewer bytes than asked for, short of
 // the end of the object; ReadAt asks for the rest.
 var errPartialRange = errors.New("origin: partial range")
@@ -445,6 +474,10 @@ func (s *S3Store) afterRangeNotSatisfiable(opCtx, parent context.Context, u URI,
 	info, err := s.head(opCtx, parent, u, version)
 	if err != nil {
 		return err
+	}
+	if version != "" && info.Version != version {
+		// A store that ignores If-Match: the object changed (shrank).
+		return fmt.Errorf("%w: GET %s at offset %d: asked for ETag %s, the object is now %s of %d bytes", ErrVersionChanged, u, off, version, info.Version, info.Size)
 	}
 	if off >= info.Size {
 		return io.EOF
@@ -565,10 +598,18 @@ func (s *S3Store) mapErr(parent context.Context, op, what string, err error) err
 	case status == http.StatusUnauthorized || status == http.StatusForbidden || code == "AccessDenied" ||
 		code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: s3 %s %s (check the credentials from the AWS chain): %w", ErrAccessDenied, op, what, err)
-	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		return fmt.Errorf("%w: s3 %s %s (timeout %s): %w", ErrTimeout, op, what, s.cfg.Timeout, errors.Join(context.DeadlineExceeded, err))
-	case status >= 500 || status == http.StatusTooManyRequests || isRetryExhausted(err):
+	case isRetryExhausted(err):
+		// The store kept failing for every attempt allowed (each may
+		// have timed out on its own: ResponseHeaderTimeout), or the
+		// retry quota ran out.
 		return fmt.Errorf("%w: s3 %s %s: %w", ErrUnavailable, op, what, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		// The call's own Timeout (S3Config.Timeout) expired.
+		return fmt.Errorf("%w: s3 %s %s (timeout %s): %w", ErrTimeout, op, what, s.cfg.Timeout, err)
+	case status >= 500 || status == http.StatusTooManyRequests || isNetError(err):
+		return fmt.Errorf("%w: s3 %s %s: %w", ErrUnavailable, op, what, err)
+	case isTimeout(err):
+		return fmt.Errorf("%w: s3 %s %s (timeout %s): %w", ErrTimeout, op, what, s.cfg.Timeout, errors.Join(context.DeadlineExceeded, err))
 	case status >= 400 && status < 500:
 		return fmt.Errorf("%w: s3 %s %s (HTTP %d %s: the key may not be valid for this store, or --origin-s3-region/--origin-s3-endpoint is wrong): %w",
 			ErrRejected, op, what, status, code, err)
@@ -583,7 +624,16 @@ func isTimeout(err error) bool {
 
 func isRetryExhausted(err error) bool {
 	var me *retry.MaxAttemptsError
-	return errors.As(err, &me)
+	var qe ratelimit.QuotaExceededError
+	return errors.As(err, &me) || errors.As(err, &qe)
+}
+
+// isNetError reports a failure to reach the store (refused, reset, DNS)
+// that is not a timeout.
+func isNetError(err error) bool {
+	var ne net.Error
+	var send *smithyhttp.RequestSendError
+	return (errors.As(err, &ne) || errors.As(err, &send)) && !isTimeout(err)
 }
 
 // sdkLogger adapts log to the AWS SDK's logger, so that the SDK writes

@@ -172,6 +172,13 @@ func (c *StatCache) put(uri string, info Info) {
 // g, or uri has an entry stored after the first before stores (a
 // listing's answer, read before that entry's Stat, must not replace it).
 func (c *StatCache) putIf(uri string, info Info, g, before uint64) {
+	if info.Version == "" {
+		// No version (a listing entry of an object the store gave no
+		// ETag): a Stat must ask the store, which refuses it
+		// (ErrNoVersion), rather than serve bytes no rewrite could be
+		// told from.
+		return
+	}
 	expires := c.cfg.Now().Add(c.cfg.TTL)
 	c.mu.Lock()
 	defer c.mu.Unlock()
