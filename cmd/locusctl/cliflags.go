@@ -44,23 +44,32 @@ var lookupEnv = os.LookupEnv
 // set (flagenv). --help prints usage to stdout and returns flag.ErrHelp
 // (exit 0); a bad flag or environment value is a usage error (exit 2).
 func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout io.Writer) ([]string, error) {
-	var rest []string
-	err := parseHelp(fs, usage, stdout, func() error {
-		// flagenv.Parse parses up to the first positional argument, then
-		// fills the flags not given so far from the environment; flags
-		// after a positional argument are parsed later and win over those
-		// values.
-		err := flagenv.Parse(fs, args, lookupEnv)
+	rest, _, err := parseFlagsGiven(fs, args, usage, stdout)
+	return rest, err
+}
+
+// parseFlagsGiven is parseFlags that also returns the flags given on the
+// command line (a command whose flags exclude each other checks those,
+// not what the environment filled in). Flags named in noEnv take no
+// environment variable.
+func parseFlagsGiven(fs *flag.FlagSet, args []string, usage string, stdout io.Writer, noEnv ...string) (rest []string, given map[string]bool, err error) {
+	err = parseHelp(fs, usage, stdout, func() error {
+		err := fs.Parse(args)
 		for err == nil && fs.NArg() > 0 {
 			rest = append(rest, fs.Arg(0))
 			err = fs.Parse(fs.Args()[1:])
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		given = map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		return flagenv.Fill(fs, lookupEnv, noEnv...)
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rest, nil
+	return rest, given, nil
 }
 
 // parseHelp runs parse, which parses into fs, with usage as fs's --help

@@ -280,6 +280,7 @@ func planMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		for _, s := range parquetx.PlanSplits(info, footers[i]) {
 			r, err := src.row(s)
 			if err != nil {
+				_ = out.flush() // the rows so far, before the error
 				return err
 			}
 			if err := out.write(r); err != nil {

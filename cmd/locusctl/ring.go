@@ -199,6 +199,8 @@ func (p simParams) validate() error {
 		return usageErrorf("simulate: --racks must not be negative, got %d", p.racks)
 	case p.replicas <= 0:
 		return usageErrorf("simulate: --replicas must be at least 1, got %d", p.replicas)
+	case p.replicas > ring.MaxNodes:
+		return usageErrorf("simulate: --replicas must be at most %d (the ring's node limit), got %d", ring.MaxNodes, p.replicas)
 	}
 	if total := float64(p.vnodes) * float64(p.nodes+p.add); total > ring.MaxPoints {
 		return usageErrorf("simulate: %d nodes x %d vnodes is %.0f points, over the ring's limit of %d; lower --vnodes",
@@ -328,7 +330,7 @@ func simulate(p simParams, prog *progress) (*simResult, error) {
 		res.RackSampleKeys = min(p.keys, 100_000)
 		want := min(p.replicas, p.racks, before.Len())
 		plain, aware := 0, 0
-		dst := make([]ring.Node, 0, p.replicas)
+		dst := make([]ring.Node, 0, min(p.replicas, before.Len()))
 		for i := range res.RackSampleKeys {
 			buf = simKey(buf[:0], i)
 			k := string(buf)

@@ -68,7 +68,8 @@ func parseStat(args []string, stdout io.Writer) (statOptions, error) {
 	fs.BoolVar(&o.columns, "columns", false, "")
 	fs.BoolVar(&o.asJSON, "json", false, "")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "")
-	rest, err := parseFlags(fs, args, statUsage, stdout)
+	// LOCUS_COLUMNS is warm's list of columns, not this switch.
+	rest, _, err := parseFlagsGiven(fs, args, statUsage, stdout, "columns")
 	if err != nil {
 		return o, err
 	}

@@ -169,9 +169,24 @@ func parseWarm(args []string, stdout io.Writer) (warmOptions, error) {
 	fs.StringVar(&o.origin.s3Region, "origin-s3-region", "", "")
 	fs.BoolVar(&o.origin.s3PathStyle, "origin-s3-path-style", false, "")
 	fs.StringVar(&o.origin.fileRoot, "origin-file-root", "", "")
-	rest, err := parseFlags(fs, args, warmUsage, stdout)
+	rest, given, err := parseFlagsGiven(fs, args, warmUsage, stdout)
 	if err != nil {
 		return o, err
+	}
+	// The mode given on the command line wins over the other mode's
+	// environment (LOCUS_SCHEDULER, LOCUS_JOB and LOCUS_WAIT exported for
+	// place, LOCUS_NODE for stat).
+	switch {
+	case given["node"] && !given["scheduler"]:
+		o.sched.url = ""
+		if !given["job"] {
+			o.job = ""
+		}
+		if !given["wait"] {
+			o.wait = 0
+		}
+	case given["scheduler"] && !given["node"]:
+		o.node = ""
 	}
 	for _, c := range strings.Split(columns, ",") {
 		if c = strings.TrimSpace(c); c != "" {
@@ -195,11 +210,11 @@ func parseWarm(args []string, stdout io.Writer) (warmOptions, error) {
 		return o, usageErrorf("--wait must not be negative, got %v (0 means no wait)", o.wait)
 	case o.timeout < 0:
 		return o, usageErrorf("--timeout must not be negative, got %v", o.timeout)
-	case o.sched.url == "" && (flagSet(fs, "wait") || flagSet(fs, "job")):
+	case o.sched.url == "" && (given["wait"] || given["job"]):
 		return o, usageErrorf("--job and --wait need --scheduler")
 	case o.allReplicas && o.sched.url == "":
 		return o, usageErrorf("--all-replicas needs --scheduler (the ring and the nodes' addresses come from it)")
-	case o.allReplicas && (flagSet(fs, "wait") || flagSet(fs, "job")):
+	case o.allReplicas && (given["wait"] || given["job"]):
 		return o, usageErrorf("--all-replicas places no task: --job and --wait do not apply")
 	}
 	if _, err := o.tls.config(); err != nil {
@@ -260,6 +275,7 @@ type warmPlan struct {
 	items   []warmItem
 	bytes   int64
 	skipped int // files without a readable footer or without the columns
+	empty   int // files with nothing to read (no rows): warmed as they are
 }
 
 // warmSummary is the outcome; it is also the --json object.
@@ -450,6 +466,9 @@ func planWarm(ctx context.Context, store origin.Store, o warmOptions, stderr io.
 			fmt.Fprintf(stderr, "locusctl warm: warning: skipping %s: %v\n", info.URI, ferr)
 			continue
 		}
+		if len(items) == 0 {
+			p.empty++
+		}
 		for _, it := range items {
 			p.items = append(p.items, it)
 			p.bytes += it.bytes
@@ -479,7 +498,7 @@ type warmer struct {
 }
 
 func newWarmer(o warmOptions, plan *warmPlan, stderr io.Writer) (*warmer, error) {
-	w := &warmer{o: o, plan: plan, stderr: stderr, failedIn: map[int]bool{}, locality: map[string]int{}}
+	w := &warmer{o: o, plan: plan, stderr: stderr, failedIn: map[int]bool{}, locality: map[string]int{}, objects: plan.empty}
 	w.left = make([]int, len(plan.files))
 	for _, it := range plan.items {
 		w.left[it.file]++

@@ -30,14 +30,26 @@ var CommandLineOnly = map[string]bool{"version": true}
 // os.LookupEnv in production and a map in tests. An environment value the
 // flag cannot parse is an error naming the variable.
 func Parse(fs *flag.FlagSet, args []string, lookup func(string) (string, bool)) error {
-	if lookup == nil {
-		lookup = os.LookupEnv
-	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	return Fill(fs, lookup)
+}
+
+// Fill sets every flag of fs not set so far (by fs.Parse) from its LOCUS_*
+// environment variable, if set, except the CommandLineOnly flags and the
+// flags named in except (a flag whose variable would mean something else
+// to another command of the same program). An environment value the flag
+// cannot parse is an error naming the variable.
+func Fill(fs *flag.FlagSet, lookup func(string) (string, bool), except ...string) error {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, name := range except {
+		given[name] = true
+	}
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		if err != nil || given[f.Name] || CommandLineOnly[f.Name] {

@@ -307,6 +307,11 @@ func buildFooter(meta *metadata.FileMetaData, size int64, metaLen int) (*Footer,
 			lo, hi = int64(len(magic)), int64(len(magic))
 		}
 		rg.Offset, rg.Length = lo, hi-lo
+		if rg.NumRows > 0 && rg.Length == 0 && len(rg.Columns) > 0 {
+			// Rows need bytes (a chunk holding values has at least a page
+			// header); a split of rows in no bytes cannot be placed.
+			return nil, fmt.Errorf("%w: row group %d claims %d rows in 0 bytes", ErrCorrupt, i, rg.NumRows)
+		}
 		f.RowGroups = append(f.RowGroups, rg)
 	}
 	if sumRows != f.NumRows {
