@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/locuscache/locus/pkg/cache"
@@ -29,6 +30,9 @@ type fillRouteKey struct{}
 type fillRoute struct {
 	view    *membership.View
 	earlier []ring.Node
+	// cached, when set, adds up the bytes of this route's fills that an
+	// earlier node served from its cache (a prefetch's CachedBytes).
+	cached *atomic.Int64
 }
 
 // fillOrigin is the node's cache.Origin. A fill whose context carries a
@@ -123,6 +127,13 @@ func (n *Node) fillThrough(ctx context.Context, rt *fillRoute, obj cache.Object,
 		got += k
 	}
 	n.fills.record(obj, p[:got], off, n.cfg.PageSize, segs)
+	if rt.cached != nil {
+		for _, s := range segs {
+			if s.src == srcPeer {
+				rt.cached.Add(int64(s.hi - s.lo))
+			}
+		}
+	}
 	return got, err
 }
 
@@ -325,7 +336,7 @@ func (t *fillTally) summary(r cache.ReadResult) readpath.Summary {
 // viewRouted reads [off, off+length) of obj from this node's cache, whose
 // fills for this read go through the nodes of earlier (this node's
 // predecessors in the blocks' preference list) before the origin; emit
-// may be nil (prefetch). The summary counts bytes by where they came from
+// may be nil. The summary counts bytes by where they came from
 // (fillTally.summary).
 func (n *Node) viewRouted(ctx context.Context, view *membership.View, earlier []ring.Node, obj cache.Object, off, length int64, emit func([]byte) error) (readpath.Summary, error) {
 	t := fillTally{log: &n.fills, obj: obj, ps: int64(n.cfg.PageSize), pos: off}

