@@ -38,12 +38,12 @@ func TestIdleTimerStopsDuringCallerWrite(t *testing.T) {
 		e.data = bytes.Repeat(testData(1<<20, 7), size>>20)
 		e.info = e.store.Put(testURI, e.data)
 		e.node.set(func(n *testNode) { n.chunk = 1 << 20 })
-		cfg := Config{IdleTimeout: 150 * time.Millisecond}
+		cfg := Config{IdleTimeout: time.Second}
 		if withOrigin {
 			cfg.Origin = e.store
 		}
 		c := newClient(t, cfg)
-		w := &slowWriter{delay: 500 * time.Millisecond}
+		w := &slowWriter{delay: 3 * time.Second}
 		sum, err := c.ReadRange(context.Background(), e.node.addr, testURI, 0, size, w)
 		if err != nil {
 			t.Errorf("origin=%v: a healthy node, a slow writer: %v", withOrigin, err)
