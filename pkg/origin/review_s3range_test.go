@@ -3,12 +3,14 @@
 package origin_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -78,4 +80,40 @@ func TestS3ShrinkBetweenPiecesIsNotEOF(t *testing.T) {
 	}
 	_ = io.EOF
 	_ = strconv.Itoa
+}
+
+// TestS3WeakETagReadable: a store that sends a weak ETag (W/"...") and
+// compares If-Match strongly, as RFC 9110 says, answers 412 to every
+// If-Match naming it. Was: ReadAt sent it, so every read of such an object
+// failed with ErrVersionChanged; now the response's ETag alone pins the
+// version, and a rewrite is still caught.
+func TestS3WeakETagReadable(t *testing.T) {
+	data := randomBytes(23, 5000)
+	f := &fakeS3{data: data, etag: `W/"w1"`}
+	var rewritten atomic.Bool
+	f.respond = func(w http.ResponseWriter, r *http.Request, n int) bool {
+		if strings.HasPrefix(r.Header.Get("If-Match"), "W/") {
+			s3Error(w, http.StatusPreconditionFailed, "PreconditionFailed")
+			return true
+		}
+		if rewritten.Load() {
+			w.Header().Set("ETag", `W/"w2"`)
+			w.WriteHeader(http.StatusOK)
+			return true
+		}
+		return false
+	}
+	s, _ := newFake(t, f, nil)
+	info, err := s.Stat(context.Background(), "s3://bkt/key")
+	if err != nil || info.Version != `W/"w1"` {
+		t.Fatalf("Stat = %+v, %v", info, err)
+	}
+	p := make([]byte, 1000)
+	if n, err := s.ReadAt(context.Background(), "s3://bkt/key", info.Version, p, 100); err != nil || n != 1000 || !bytes.Equal(p, data[100:1100]) {
+		t.Fatalf("ReadAt of a weak-ETag object = (%d, %v), want 1000 right bytes", n, err)
+	}
+	rewritten.Store(true)
+	if _, err := s.ReadAt(context.Background(), "s3://bkt/key", info.Version, p, 100); !errors.Is(err, origin.ErrVersionChanged) {
+		t.Fatalf("ReadAt of the old weak version after a rewrite: %v, want ErrVersionChanged", err)
+	}
 }

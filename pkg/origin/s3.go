@@ -271,6 +271,14 @@ func NormalizeETag(etag string) string {
 	return `"` + etag + `"`
 }
 
+// ifMatchable reports whether version can go in If-Match: a weak ETag
+// (W/"...", from some S3-compatible stores and proxies) never matches
+// there (RFC 9110 compares If-Match strongly), so a read of it is checked
+// by the response's ETag alone, as for a store that ignores If-Match.
+func ifMatchable(version string) bool {
+	return version != "" && !strings.HasPrefix(version, "W/")
+}
+
 // Stat implements Store with HeadObject.
 func (s *S3Store) Stat(ctx context.Context, uri string) (Info, error) {
 	u, err := s.object(uri)
@@ -284,7 +292,7 @@ func (s *S3Store) Stat(ctx context.Context, uri string) (Info, error) {
 
 func (s *S3Store) head(opCtx, parent context.Context, u URI, ifMatch string) (Info, error) {
 	in := &s3.HeadObjectInput{Bucket: aws.String(u.Bucket), Key: aws.String(u.Key)}
-	if ifMatch != "" {
+	if ifMatchable(ifMatch) {
 		in.IfMatch = aws.String(ifMatch)
 	}
 	out, err := s.client.HeadObject(opCtx, in)
@@ -391,7 +399,7 @@ func (s *S3Store) getRange(opCtx, parent context.Context, u URI, version string,
 func (s *S3Store) getRangeBody(opCtx, parent context.Context, u URI, version string, p []byte, off int64, etag *string) (int, error) {
 	rng := "bytes=" + strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+int64(len(p))-1, 10)
 	in := &s3.GetObjectInput{Bucket: aws.String(u.Bucket), Key: aws.String(u.Key), Range: aws.String(rng)}
-	if version != "" {
+	if ifMatchable(version) {
 		in.IfMatch = aws.String(version)
 	}
 	out, err := s.client.GetObject(opCtx, in)
