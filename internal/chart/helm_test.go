@@ -292,10 +292,11 @@ func TestVolumeSizedFromCacheSize(t *testing.T) {
 	for _, tc := range []struct {
 		cacheSize, headroom, want string
 	}{
-		{"100GiB", "10", "112640Mi"},
-		{"1TiB", "0", "1048576Mi"},
-		{"1000MiB", "5", "1050Mi"},
-		{"999MiB", "10", "1099Mi"}, // 1098.9 rounded up
+		{"100GiB", "10", "113664Mi"},
+		{"100GiB", "15", "118784Mi"}, // the default
+		{"1TiB", "0", "1049600Mi"},
+		{"1000MiB", "5", "2074Mi"},
+		{"999MiB", "10", "2123Mi"}, // 1098.9 rounded up, plus 1Gi
 	} {
 		m := render(t, bin, "", "--set", "cachenode.cacheSize="+tc.cacheSize, "--set", "cachenode.persistence.headroomPercent="+tc.headroom)
 		got := m.one(t, "StatefulSet").claimSize(t)
@@ -355,7 +356,7 @@ func TestClaimTemplateOnUpgrade(t *testing.T) {
 		want       string // the rendered claim size, or
 		fails      string // a part of the error
 	}{
-		{name: "install", live: "-", want: "112640Mi"},
+		{name: "install", live: "-", want: "118784Mi"},
 		{name: "unchanged", live: "110Gi", want: "110Gi"},
 		{name: "smaller cache kept on the live claim", live: "110Gi", set: []string{"cachenode.cacheSize=90GiB"}, want: "110Gi"},
 		{name: "image upgrade", live: "110Gi", set: []string{"image.tag=0.2.0"}, want: "110Gi"},

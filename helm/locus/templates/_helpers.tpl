@@ -260,17 +260,48 @@ could not size the cache volume from it.
 {{- $n -}}
 {{- end -}}
 
+{{/* The disk cache's size in MiB: the last --cache-size in cachenode.extraArgs (it wins), else cachenode.cacheSize. */}}
+{{- define "locus.cachenode.cacheMiB" -}}
+{{- $x := include "locus.flagValue" (list .Values.cachenode.extraArgs "cache-size" false) -}}
+{{- if ne $x "" -}}
+{{- include "locus.mebibytes" (list "cachenode.extraArgs (--cache-size)" $x) -}}
+{{- else -}}
+{{- include "locus.mebibytes" (list "cachenode.cacheSize" .Values.cachenode.cacheSize) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+locus.cachenode.minVolumeMiB is the smallest ext4 volume (mke2fs defaults)
+the disk cache fits on for a non-root daemon: the cache plus about 8% (5%
+reserved for root, about 2% for the journal and inode tables) plus the
+cache's own reserve (min(5%, 1GiB) of the file system kept free): cache
+x 1.09 + 1GiB, measured at 1GiB to 200GiB (internal/chart,
+TestCacheVolumeFitsCacheOnExt4). An upgrade keeps a live claim at least
+this large.
+*/}}
+{{- define "locus.cachenode.minVolumeMiB" -}}
+{{- $cache := include "locus.cachenode.cacheMiB" . | int64 -}}
+{{- add (div (add (mul $cache 109) 99) 100) 1024 -}}
+{{- end -}}
+
 {{/* The size of each cache node's volume for --cache-dir, as a Kubernetes quantity. */}}
 {{- define "locus.cachenode.volumeSize" -}}
-{{- $cache := int64 (include "locus.mebibytes" (list "cachenode.cacheSize" .Values.cachenode.cacheSize)) -}}
+{{- $what := "cachenode.cacheSize" -}}
+{{- $size := .Values.cachenode.cacheSize -}}
+{{- $x := include "locus.flagValue" (list .Values.cachenode.extraArgs "cache-size" false) -}}
+{{- if ne $x "" -}}
+{{- $what = "cachenode.extraArgs (--cache-size)" -}}
+{{- $size = $x -}}
+{{- end -}}
+{{- $cache := include "locus.cachenode.cacheMiB" . | int64 -}}
 {{- if .Values.cachenode.persistence.size -}}
 {{- $vol := int64 (include "locus.mebibytes" (list "cachenode.persistence.size" .Values.cachenode.persistence.size)) -}}
 {{- if lt $vol $cache -}}
-{{- fail (printf "cachenode.persistence.size (%s) is smaller than cachenode.cacheSize (%s): the disk cache would not fit; raise the volume or lower --cache-size" (toString .Values.cachenode.persistence.size) (toString .Values.cachenode.cacheSize)) -}}
+{{- fail (printf "cachenode.persistence.size (%s) is smaller than %s (%s): the disk cache would not fit; raise the volume or lower --cache-size" (toString .Values.cachenode.persistence.size) $what (toString $size)) -}}
 {{- end -}}
 {{- regexReplaceAll "B$" (toString .Values.cachenode.persistence.size) "" -}}
 {{- else -}}
-{{- $withHeadroom := div (add (mul $cache (add 100 (int64 .Values.cachenode.persistence.headroomPercent))) 99) 100 -}}
+{{- $withHeadroom := add (div (add (mul $cache (add 100 (int64 .Values.cachenode.persistence.headroomPercent))) 99) 100) 1024 -}}
 {{- printf "%dMi" $withHeadroom -}}
 {{- end -}}
 {{- end -}}
@@ -307,8 +338,8 @@ on or off fails rendering with the steps that apply the change. Under
 {{- if and .Values.cachenode.persistence.size (ne $liveMiB $wantMiB) -}}
 {{- fail (printf "cachenode.persistence.size is %s but the running StatefulSet %s claims %s. %s" (toString .Values.cachenode.persistence.size) $sts.metadata.name $live $steps) -}}
 {{- end -}}
-{{- if gt $wantMiB $liveMiB -}}
-{{- fail (printf "cachenode.cacheSize %s needs a volume of %s (with persistence.headroomPercent) but the running StatefulSet %s claims %s. %s" (toString .Values.cachenode.cacheSize) $want $sts.metadata.name $live $steps) -}}
+{{- if gt (include "locus.cachenode.minVolumeMiB" . | int64) $liveMiB -}}
+{{- fail (printf "the cache size (cachenode.cacheSize %s, or --cache-size in cachenode.extraArgs) no longer fits the running StatefulSet %s's claims of %s (it needs at least %sMi on ext4; a new install gets %s). %s" (toString .Values.cachenode.cacheSize) $sts.metadata.name $live (include "locus.cachenode.minVolumeMiB" .) $want $steps) -}}
 {{- end -}}
 {{- $live -}}
 {{- end -}}
@@ -363,5 +394,8 @@ scheduler.extraArgs, read as Go's strconv.ParseBool reads it.
 {{- end -}}
 {{- if and (gt (int $s.replicas) 1) (not (has $v (list "1" "t" "T" "TRUE" "true" "True"))) -}}
 {{- fail (printf "%s is %q with scheduler.replicas %d, so the followers would not forward to the leader: they report not ready by design, so a rolling update never sees its new pods ready (the old ones stay), helm --wait never returns, and the PodDisruptionBudget, counting the followers as down, blocks every node drain. Keep forwardToLeader true (followers forward placements to the leader), or run one replica" $what $v (int $s.replicas)) -}}
+{{- end -}}
+{{- if and $s.etcd.endpoints (not (has $v (list "1" "t" "T" "TRUE" "true" "True"))) -}}
+{{- fail (printf "%s is %q with scheduler.etcd.endpoints set: a rolling update starts the new scheduler pod next to the old one (maxSurge 1, maxUnavailable 0), as a follower, which without forwarding reports not ready by design, so the update never finishes and helm --wait never returns. Keep forwardToLeader true" $what $v) -}}
 {{- end -}}
 {{- end -}}
