@@ -50,7 +50,8 @@ type delegate struct {
 	members  map[string]Member // guarded by mu: live (alive or suspect) members by id, self included
 	seq      uint64            // guarded by mu: bumped on every change to members
 	joining  int               // guarded by mu: number of Join calls in flight
-	refusals []error           // guarded by mu: NotifyMerge refusals while joining > 0
+	seeds    map[string]int    // guarded by mu: the ip:port addresses those Joins dial (how many of them dial each)
+	refusals []error           // guarded by mu: refusals of a seed's member list (this node's side of its own Join)
 	warned   map[string]string // guarded by mu: last refusal logged per peer, to log each once
 }
 
@@ -254,9 +255,25 @@ func (d *delegate) reference(peer string) NodeMeta {
 // NotifyMerge implements memberlist.MergeDelegate. peers is the other side's
 // member list; only its live members are checked (dead entries may linger
 // from an earlier configuration).
+//
+// Merges come from both sides of a join: this node joining a seed (peers
+// is the seed's list, which holds the seed at the address dialed), and
+// another node joining this one (peers is the newcomer's list). Only the
+// first is this node's own Join's outcome: a refusal there is what Join
+// returns, phrased as this node's misfit; a refusal of a newcomer is the
+// newcomer's (was: any refusal during a Join in flight was Join's, so a
+// healthy node whose seed was slow exited with a misfit's error).
 func (d *delegate) NotifyMerge(peers []*memberlist.Node) error {
 	d.mu.Lock()
-	joining := d.joining > 0
+	joining := false
+	if d.joining > 0 {
+		for _, peer := range peers {
+			if (peer.State == memberlist.StateAlive || peer.State == memberlist.StateSuspect) && d.seeds[peer.Address()] > 0 {
+				joining = true
+				break
+			}
+		}
+	}
 	d.mu.Unlock()
 	var self string
 	if p := d.selfAddr.Load(); p != nil {
@@ -319,18 +336,30 @@ func (d *delegate) warnOnce(peer string, err error) {
 	d.logger.Log(context.Background(), level, "membership: refusing member", "node", peer, "err", err)
 }
 
-// beginJoin and endJoin bracket a Join: refusals recorded in between are
-// returned by endJoin.
-func (d *delegate) beginJoin() {
+// beginJoin and endJoin bracket a Join dialing the ip:port addresses
+// seeds: refusals of those seeds' lists recorded in between are returned
+// by endJoin.
+func (d *delegate) beginJoin(seeds []string) {
 	d.mu.Lock()
 	d.joining++
+	if d.seeds == nil {
+		d.seeds = map[string]int{}
+	}
+	for _, s := range seeds {
+		d.seeds[s]++
+	}
 	d.mu.Unlock()
 }
 
-func (d *delegate) endJoin() []error {
+func (d *delegate) endJoin(seeds []string) []error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.joining--
+	for _, s := range seeds {
+		if d.seeds[s]--; d.seeds[s] <= 0 {
+			delete(d.seeds, s)
+		}
+	}
 	out := d.refusals
 	if d.joining == 0 {
 		d.refusals = nil

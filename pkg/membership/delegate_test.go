@@ -95,9 +95,13 @@ func TestNotifyMerge(t *testing.T) {
 		{"corrupt meta", []*memberlist.Node{{Name: "x", Meta: []byte{9}, State: memberlist.StateAlive}}, ErrCorruptMeta},
 	}
 	for _, tc := range tests {
-		d.beginJoin()
+		var seeds []string // this node's own Join: the list is a seed's
+		for _, p := range tc.peers {
+			seeds = append(seeds, p.Address())
+		}
+		d.beginJoin(seeds)
 		err := d.NotifyMerge(tc.peers)
-		refusals := d.endJoin()
+		refusals := d.endJoin(seeds)
 		if tc.want == nil {
 			if err != nil || len(refusals) != 0 {
 				t.Errorf("%s: got %v (refusals %v), want accepted", tc.name, err, refusals)

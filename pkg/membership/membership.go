@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -192,9 +193,10 @@ func (m *Membership) Join(seeds []string) (int, error) {
 	if m.isClosed() {
 		return 0, ErrClosed
 	}
-	m.del.beginJoin()
+	addrs := resolveSeeds(seeds, m.cfg.Tuning.TCPTimeout)
+	m.del.beginJoin(addrs)
 	n, err := m.ml.Join(seeds)
-	refusals := m.del.endJoin()
+	refusals := m.del.endJoin(addrs)
 	if n == 0 {
 		if len(refusals) > 0 {
 			return 0, refusals[0]
@@ -210,6 +212,33 @@ func (m *Membership) Join(seeds []string) (int, error) {
 	defer cancel()
 	_ = m.catchUp(ctx)
 	return n, nil
+}
+
+// resolveSeeds returns the ip:port addresses seeds (host:port) name, as
+// memberlist dials them (a name may have several; one that does not
+// resolve within timeout adds none), to tell a seed's member list apart.
+func resolveSeeds(seeds []string, timeout time.Duration) []string {
+	var out []string
+	for _, s := range seeds {
+		host, port, err := net.SplitHostPort(s)
+		if err != nil {
+			continue
+		}
+		if ip := net.ParseIP(host); ip != nil {
+			out = append(out, net.JoinHostPort(ip.String(), port))
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, ip := range ips {
+			out = append(out, net.JoinHostPort(ip.IP.String(), port))
+		}
+	}
+	return out
 }
 
 // flattenJoinError turns memberlist's multi-line join error ("2 errors
