@@ -21,8 +21,10 @@ var ErrInvalidConfig = errors.New("gateway: invalid config")
 // from one goroutine per HTTP request.
 type Backend interface {
 	// Stat returns the object's size, version (for S3 the ETag, quoted as
-	// S3 returns it) and modification time. Errors wrap origin.ErrNotFound
-	// for a missing bucket or key.
+	// S3 returns it), modification time, and the headers the origin keeps
+	// with it (Content-Type, Content-Encoding, ..., user metadata), which
+	// the gateway sends as they are. Errors wrap origin.ErrNotFound for a
+	// missing bucket or key.
 	Stat(ctx context.Context, uri string) (origin.Info, error)
 	// Read streams bytes [off, off+length) of version req.ExpectedVersion
 	// of the object (empty = current) through the cluster cache, calling
@@ -94,6 +96,20 @@ type Config struct {
 	// Lister; otherwise listings answer 501 NotImplemented.
 	Lister Lister
 
+	// DirectoryMarkers serves GET and HEAD of keys ending in "/":
+	// "directory markers", objects named like a prefix (the S3 console's
+	// "Create folder", rclone's --s3-directory-markers and Hadoop S3A
+	// write them, usually empty). A cache node refuses such keys, since
+	// the cluster names objects by URI and a URI ending in "/" is a
+	// listing prefix there, so a node's gateway sets this to
+	// StoreBackend{Store: the node's origin}: markers are read from the
+	// origin, uncached (a Stat per request; they are rarely more than a
+	// HEAD). Default: Backend, which serves them when it can (a
+	// StoreBackend over an S3Store does); a Backend that refuses them
+	// (origin.ErrInvalidURI) answers 404 NoSuchKey, as for a file://
+	// bucket, where a directory is never an object.
+	DirectoryMarkers Backend
+
 	// Buckets maps a bucket name, as clients address it, to the URI
 	// prefix its keys are appended to: {"lake": "s3://prod-lake/tables/"}
 	// serves /lake/a/b.parquet from s3://prod-lake/tables/a/b.parquet, and
@@ -138,6 +154,9 @@ func (c *Config) validate() error {
 		if l, ok := c.Backend.(Lister); ok {
 			c.Lister = l
 		}
+	}
+	if c.DirectoryMarkers == nil {
+		c.DirectoryMarkers = c.Backend
 	}
 	for b, p := range c.Buckets {
 		if b == "" || strings.ContainsAny(b, "/?#") {

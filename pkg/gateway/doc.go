@@ -17,7 +17,12 @@
 // Path style only: /{bucket}/{key} names s3://{bucket}/{key}, or, with
 // Config.Buckets, any URI prefix (including file:// trees); a mapped
 // bucket's keys cannot leave its prefix (a ".." segment is 403, since
-// POSIX-backed S3 stores resolve it). Virtual-hosted
+// POSIX-backed S3 stores resolve it). A key ending in "/" is a "directory
+// marker" (an object named like a prefix, as the S3 console's "Create
+// folder" writes): the gateway reads it through Config.DirectoryMarkers
+// (a node refuses such URIs as listing prefixes, so a node's gateway reads
+// them from the origin, uncached) and answers like S3, 200 for a marker and
+// 404 NoSuchKey for a prefix that is no object. Virtual-hosted
 // style (bucket.host/key) is not supported: point clients at the gateway
 // with path-style addressing (the AWS CLI's addressing_style = path,
 // rclone's force_path_style, s3cmd's host_bucket without %(bucket)s);
@@ -50,9 +55,19 @@
 // Content-Range on a 206, Content-Type (the object's as the origin keeps
 // it, from its stat; application/octet-stream when it keeps none, as for
 // files; a stat answer that came from a listing is asked again, since a
-// listing carries no content type), the object's user metadata as
-// x-amz-meta-* headers (from the same stat), and x-amz-request-id (also
-// on errors).
+// listing carries no content type), the object's Content-Encoding,
+// Content-Disposition, Cache-Control, Content-Language and Expires when
+// the origin keeps them (from the same stat; a gzip-compressed object
+// keeps its Content-Encoding: gzip, also on a range, which is of the
+// stored bytes), the object's user metadata as x-amz-meta-* headers, and
+// x-amz-request-id (also on errors). The response-* query parameters
+// (response-content-type, response-cache-control, ...) override those
+// headers, as on S3. A 304 carries ETag, Last-Modified, Cache-Control and
+// Expires (RFC 9110 15.4.5: a cache refreshes its copy with them) but no
+// Content-Type, -Encoding, -Disposition or -Language; an error document,
+// 412 included, carries none of the object's standard headers. A GET
+// that starts over after a version change starts from clean headers:
+// nothing of the old version's is sent.
 //
 // Range follows S3 (see ParseRange): one range, bytes=a-b, bytes=a- or
 // bytes=-n, clamped to the object; a multi-range header is ignored and the

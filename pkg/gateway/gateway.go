@@ -163,8 +163,12 @@ func (g *Gateway) object(w http.ResponseWriter, r *http.Request, rid, bucket, ke
 		return
 	}
 	uri := objectURI(prefix, key)
+	be := g.cfg.Backend
+	if strings.HasSuffix(key, "/") {
+		be = g.cfg.DirectoryMarkers // see Config.DirectoryMarkers
+	}
 	for attempt := 0; ; attempt++ {
-		retry := g.serveObjectOnce(ctx, w, r, rid, bucket, key, uri, q, attempt < g.cfg.MaxVersionRetries, &out)
+		retry := g.serveObjectOnce(ctx, w, r, rid, be, bucket, key, uri, q, attempt < g.cfg.MaxVersionRetries, &out)
 		if !retry {
 			return
 		}
@@ -236,18 +240,18 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // closed the connection.
 var errClientGone = fmt.Errorf("gateway: the client went away: %w", context.Canceled)
 
-// serveObjectOnce does one Stat and one Read, and notes in out what a
-// RequestObserver is told. It returns true when the object changed before
-// any byte was sent and the caller may start over.
-func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r *http.Request,
-	rid, bucket, key, uri string, q url.Values, mayRetry bool, out *outcome) (retry bool) {
+// serveObjectOnce does one Stat and one Read through be, and notes in out
+// what a RequestObserver is told. It returns true when the object changed
+// before any byte was sent and the caller may start over.
+func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r *http.Request, rid string,
+	be Backend, bucket, key, uri string, q url.Values, mayRetry bool, out *outcome) (retry bool) {
 	*out = outcome{}
 	var before http.Header // the headers as they were, for a retry to start from
 	if mayRetry {
 		before = w.Header().Clone()
 	}
-	info, err := g.cfg.Backend.Stat(ctx, uri)
-	rv, canRevalidate := g.cfg.Backend.(Revalidator)
+	info, err := be.Stat(ctx, uri)
+	rv, canRevalidate := be.(Revalidator)
 	if canRevalidate && err == nil && info.Listed {
 		// The Stat answer came from a listing, which carries no
 		// Content-Type: ask the origin, or serve what is known.
@@ -278,8 +282,9 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 		}
 		e := errorFor(err, bucket, key)
 		if strings.HasSuffix(key, "/") && errors.Is(err, origin.ErrInvalidURI) {
-			// A "directory" key: a listing prefix, which the cache does not
-			// serve as an object. Tools probe such keys and expect 404.
+			// A "directory" key that the Backend takes for a listing
+			// prefix (a node without Config.DirectoryMarkers, a file://
+			// bucket): tools probe such keys and expect 404.
 			e = errNoSuchKey(bucket, key)
 		}
 		g.fail(w, r, rid, g.notFoundDetail(ctx, r, e, bucket), err)
@@ -292,12 +297,17 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 		h.Set("Last-Modified", info.ModTime.UTC().Format(http.TimeFormat))
 	}
 	h.Set("Accept-Ranges", "bytes")
-	setContentHeaders(h, q, info.ContentType)
+	setContentHeaders(h, q, info)
 	setMetadata(h, info.Metadata)
 
 	switch precondition(r.Header, etag, info.ModTime) {
 	case http.StatusNotModified:
-		h.Del("Content-Type")
+		// RFC 9110 15.4.5: a 304 carries the Cache-Control and Expires a
+		// 200 would (a cache refreshes its copy's freshness from them),
+		// but not the representation's own metadata.
+		for _, k := range []string{"Content-Type", "Content-Encoding", "Content-Disposition", "Content-Language"} {
+			h.Del(k)
+		}
 		w.WriteHeader(http.StatusNotModified)
 		return false
 	case http.StatusPreconditionFailed:
@@ -351,7 +361,7 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 	var sent bool     // headers written
 	var written int64 // body bytes written
 	rc := http.NewResponseController(w)
-	sum, err := g.cfg.Backend.Read(ctx, readpath.Request{
+	sum, err := be.Read(ctx, readpath.Request{
 		URI: uri, Offset: rng.Start, Length: rng.Length, ExpectedVersion: info.Version,
 	}, func(p []byte) error {
 		if written+int64(len(p)) > rng.Length {
@@ -401,7 +411,8 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 		}
 		if mayRetry && (errors.Is(err, origin.ErrVersionChanged) || errors.Is(err, cache.ErrVersionChanged)) {
 			// Nothing of this version's headers may reach the next one's
-			// response (its ETag, Content-Type, x-amz-meta-*).
+			// response (its ETag, Content-Type, Content-Encoding,
+			// Cache-Control, ..., x-amz-meta-*).
 			clear(h)
 			for k, v := range before {
 				h[k] = v
@@ -468,14 +479,29 @@ func setMetadata(h http.Header, meta map[string]string) {
 	}
 }
 
-// setContentHeaders sets Content-Type (the object's, as the origin keeps
-// it; application/octet-stream when it keeps none, as for files) and
-// applies the response-* query overrides S3 honours on GetObject.
-func setContentHeaders(h http.Header, q url.Values, contentType string) {
+// setContentHeaders sets the standard headers the origin keeps with the
+// object, as S3 sends them on GetObject and HeadObject: Content-Type (or
+// application/octet-stream when it keeps none, as for files), and
+// Content-Encoding, Content-Disposition, Cache-Control, Content-Language
+// and Expires when it keeps them. Then it applies the response-* query
+// overrides S3 honours on GetObject.
+func setContentHeaders(h http.Header, q url.Values, info origin.Info) {
+	contentType := info.ContentType
 	if contentType == "" {
 		contentType = "application/octet-stream"
 	}
 	h.Set("Content-Type", contentType)
+	for header, v := range map[string]string{
+		"Content-Encoding":    info.ContentEncoding,
+		"Content-Disposition": info.ContentDisposition,
+		"Cache-Control":       info.CacheControl,
+		"Content-Language":    info.ContentLanguage,
+		"Expires":             info.Expires,
+	} {
+		if v != "" {
+			h.Set(header, v)
+		}
+	}
 	for param, header := range map[string]string{
 		"response-content-type":        "Content-Type",
 		"response-content-disposition": "Content-Disposition",

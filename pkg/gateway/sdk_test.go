@@ -6,9 +6,12 @@ package gateway_test
 // override, path-style addressing) and compares with the same call sent
 // straight to versitygw (2026-11-30). TestListMaxKeysZeroNotTruncated is
 // a regression test (it failed before its fix); the others pin checks no
-// other test makes. Three differences it found are documented in the
+// other test makes. Three differences it found were documented in the
 // README instead (directory-marker keys, listings without them, no stored
-// Content-Type or user metadata). Differences README.md lists as intended (416 for any
+// Content-Type or user metadata); the first is served when the gateway has
+// Config.DirectoryMarkers and the last is fixed (TestSDKContentTypeLikeOrigin,
+// TestSDKObjectHeadersLikeOrigin, TestSDKDirectoryMarkerLikeOrigin).
+// Differences README.md lists as intended (416 for any
 // range of an empty object, Content-Range: bytes */size on a 416,
 // If-Modified-Since in the future) are not compared.
 
@@ -31,6 +34,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/locuscache/locus/pkg/node"
 	"github.com/locuscache/locus/pkg/node/nodetest"
 	"github.com/locuscache/locus/pkg/origin/origintest"
 )
@@ -85,6 +89,12 @@ func newSDKClient(endpoint, ak, sk string, rt http.RoundTripper) *s3.Client {
 // filled in), then starts the cluster.
 func startSDKEnv(t *testing.T, puts ...s3.PutObjectInput) *sdkEnv {
 	t.Helper()
+	return startSDKEnvMutate(t, nil, puts...)
+}
+
+// startSDKEnvMutate is startSDKEnv with a nodetest.Options.Mutate.
+func startSDKEnvMutate(t *testing.T, mutate func(int, *node.Config), puts ...s3.PutObjectInput) *sdkEnv {
+	t.Helper()
 	vgw := origintest.StartVersityGW(t)
 	e := &sdkEnv{bucket: vgw.Bucket, gwRec: &rawRecorder{}, dirRec: &rawRecorder{}}
 	e.direct = newSDKClient(vgw.Endpoint, vgw.AccessKey, vgw.SecretKey, e.dirRec)
@@ -94,7 +104,7 @@ func startSDKEnv(t *testing.T, puts ...s3.PutObjectInput) *sdkEnv {
 			t.Fatalf("put %q: %v", aws.ToString(in.Key), err)
 		}
 	}
-	c := nodetest.Start(t, nodetest.Options{N: 2, VersityGW: vgw})
+	c := nodetest.Start(t, nodetest.Options{N: 2, VersityGW: vgw, Mutate: mutate})
 	e.gw = newSDKClient(c.HTTPURL(0), "dummy", "dummysecret", e.gwRec)
 	return e
 }
@@ -156,7 +166,8 @@ func headOp(in s3.HeadObjectInput) func(c *s3.Client) ([]byte, error) {
 
 // compareHeaders are the response headers an S3 client reads.
 var compareHeaders = []string{"Content-Length", "Content-Range", "ETag", "Last-Modified",
-	"Content-Type", "Accept-Ranges", "x-amz-checksum-crc32", "x-amz-checksum-crc32c",
+	"Content-Type", "Accept-Ranges", "Content-Encoding", "Content-Disposition", "Cache-Control",
+	"Content-Language", "Expires", "x-amz-checksum-crc32", "x-amz-checksum-crc32c",
 	"x-amz-checksum-crc64nvme", "x-amz-checksum-sha1", "x-amz-checksum-sha256", "x-amz-checksum-type"}
 
 // diff lists every difference between the gateway's and versitygw's answer

@@ -11,8 +11,9 @@
 //
 // A Store has three operations:
 //
-//   - Stat(uri) → Info{URI, Size, Version, ModTime, ContentType}: what the
-//     object is now.
+//   - Stat(uri) → Info{URI, Size, Version, ModTime, ContentType, ...}:
+//     what the object is now, with the headers S3 keeps with it
+//     (Content-Encoding, Cache-Control, ..., x-amz-meta-*).
 //   - ReadAt(uri, version, p, off): bytes of exactly that version, with
 //     io.ReaderAt's rules (short only with an error; io.EOF at the end). If
 //     the object has changed, the read fails with ErrVersionChanged and the
@@ -35,7 +36,10 @@
 // stores, and retries 5xx, throttling and broken connections with
 // exponential backoff and full jitter, up to MaxAttempts and within
 // Timeout. A response body that breaks off mid-transfer is resumed with
-// the same If-Match; it is never returned short.
+// the same If-Match; it is never returned short. Stat and ReadAt take a
+// key ending in "/" as S3 does: a directory marker is an object (the
+// cache node itself refuses such URIs as listing prefixes); List leaves
+// markers out.
 //
 // FileStore serves one directory tree (the node's --origin-file-root) and
 // nothing outside it: ".." segments, percent-encoded traversal, absolute

@@ -30,8 +30,20 @@ type Info struct {
 	// x-amz-meta-* headers: names lowercased, without the prefix); nil
 	// when there is none, or for a listing. Read-only: it may be shared.
 	Metadata map[string]string
+	// ContentEncoding, ContentDisposition, CacheControl, ContentLanguage
+	// and Expires are the standard headers the store keeps with the
+	// object (S3 sends them on GetObject and HeadObject as they were
+	// written: a gzip-compressed object is stored with Content-Encoding:
+	// gzip), each "" when it keeps none (files), or for a listing. They
+	// are the headers' text as the store sent it; Expires is not parsed.
+	ContentEncoding    string
+	ContentDisposition string
+	CacheControl       string
+	ContentLanguage    string
+	Expires            string
 	// Listed is set on an Info that comes from a listing (List), which
-	// carries neither ContentType nor Metadata: a Stat answers them.
+	// carries none of ContentType, Metadata and the headers above: a Stat
+	// answers them.
 	Listed bool
 }
 

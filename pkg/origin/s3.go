@@ -251,8 +251,11 @@ func (s *S3Store) object(uri string) (URI, error) {
 	if u.Scheme != SchemeS3 {
 		return URI{}, fmt.Errorf("%w: the S3 store cannot serve %q", ErrUnsupportedScheme, uri)
 	}
-	if u.Key == "" || strings.HasSuffix(u.Key, "/") {
-		return URI{}, fmt.Errorf("%w: %q names no object (empty key or trailing \"/\")", ErrInvalidURI, uri)
+	// A key ending in "/" is an object to S3 (a "directory marker", as
+	// the S3 console's "Create folder" writes), so it is asked for like
+	// any other: the store answers 404 for a prefix that is not one.
+	if u.Key == "" {
+		return URI{}, fmt.Errorf("%w: %q names no object (empty key)", ErrInvalidURI, uri)
 	}
 	return u, nil
 }
@@ -300,7 +303,13 @@ func (s *S3Store) head(opCtx, parent context.Context, u URI, ifMatch string) (In
 		return Info{}, s.mapErr(parent, "HEAD", u.String(), err)
 	}
 	info := Info{URI: u.String(), Size: aws.ToInt64(out.ContentLength), Version: NormalizeETag(aws.ToString(out.ETag)),
-		ContentType: aws.ToString(out.ContentType)}
+		ContentType:        aws.ToString(out.ContentType),
+		ContentEncoding:    aws.ToString(out.ContentEncoding),
+		ContentDisposition: aws.ToString(out.ContentDisposition),
+		CacheControl:       aws.ToString(out.CacheControl),
+		ContentLanguage:    aws.ToString(out.ContentLanguage),
+		Expires:            aws.ToString(out.ExpiresString),
+	}
 	if len(out.Metadata) > 0 {
 		info.Metadata = out.Metadata
 	}
