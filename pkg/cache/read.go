@@ -864,7 +864,22 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 		return
 	}
 	m := &c.slots[slot]
-	headerValid := m.flags.Load()&flagHeader != 0
+	if m.flags.Load()&flagHeader != 0 {
+		// The slot still holds an evicted page's header. Blank it before
+		// the lock goes: once the slot is not free, an invalidation
+		// (clearEvictedHeaders) no longer clears it, and must not return
+		// while a header of its object can survive a crash.
+		if err := c.store.clear(slot); err != nil {
+			c.writeFailed(err)
+			o.pages.Add(-1)
+			sh.pol.Remove(k)
+			c.hist.add(evictedFP(o, p)) // seen, not kept
+			c.release(sh, slot)         // stale again: the next invalidation retries
+			completeFlight(sh, pk, fl, data, buf, nil)
+			return
+		}
+		m.flags.And(^uint32(flagHeader))
+	}
 	sh.mu.Unlock()
 
 	// The slot is ours: reserved, in no index, free list or pending list.
@@ -874,7 +889,7 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 		h.crc = checksum(data)
 		h.seq = c.seq.Add(1)
 	}
-	werr := c.store.write(slot, &h, data, headerValid)
+	werr := c.store.write(slot, &h, data)
 	flags := uint32(flagVerified)
 	if durable {
 		flags |= flagHeader // written, or in an unknown state after an error

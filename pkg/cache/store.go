@@ -26,9 +26,10 @@ type store interface {
 	// page returns the slot's memory (slotSize bytes). For disk slots it is
 	// a read-only mapping: writing to it faults.
 	page(slot uint32) []byte
-	// write stores data and its header in slot. headerValid says the slot
-	// may still hold an older valid header, which is zeroed first.
-	write(slot uint32, h *pageHeader, data []byte, headerValid bool) error
+	// write stores data, then its header, in slot. The slot holds no
+	// valid header (the caller cleared an older one first): a crash
+	// between the two writes leaves no header, so no partial page.
+	write(slot uint32, h *pageHeader, data []byte) error
 	// clear zeroes the slot's header so a restart does not bring it back.
 	clear(slot uint32) error
 	// populate maps the slot's pages ahead of a first read (best effort).
@@ -61,7 +62,7 @@ func (s *memStore) page(slot uint32) []byte {
 	c, j := int(slot)/s.perChunk, int(slot)%s.perChunk
 	return s.chunks[c][j*s.slotSize : (j+1)*s.slotSize : (j+1)*s.slotSize]
 }
-func (s *memStore) write(slot uint32, _ *pageHeader, data []byte, _ bool) error {
+func (s *memStore) write(slot uint32, _ *pageHeader, data []byte) error {
 	copy(s.page(slot), data)
 	return nil
 }
@@ -393,14 +394,9 @@ func (s *diskStore) pwriteFull(fd int, p []byte, off int64) error {
 	return nil
 }
 
-func (s *diskStore) write(slot uint32, h *pageHeader, data []byte, headerValid bool) error {
+func (s *diskStore) write(slot uint32, h *pageHeader, data []byte) error {
 	sl, j := s.locate(slot)
 	hoff := sl.geo.hdrOff + int64(j)*headerSize
-	if headerValid {
-		if err := s.pwriteFull(sl.fd, s.zeros[:], hoff); err != nil {
-			return err
-		}
-	}
 	if err := s.pwriteFull(sl.fd, data, sl.geo.dataOff+int64(j)*int64(s.slotSize)); err != nil {
 		return err
 	}
