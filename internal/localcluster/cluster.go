@@ -251,7 +251,8 @@ func (c *Cluster) startNode(ctx context.Context, i int, join []string) (*node.No
 		PeerIdleTimeout: 5 * time.Second,
 		PeerBackoff:     500 * time.Millisecond,
 		Gateway: func(n *node.Node) (http.Handler, error) {
-			return gateway.New(gateway.Config{Backend: n, Buckets: buckets, Logger: c.cfg.Logger})
+			return gateway.New(gateway.Config{Backend: n, Buckets: buckets, Logger: c.cfg.Logger,
+				DirectoryMarkers: gateway.StoreBackend{Store: c.Origin}})
 		},
 		Logger: c.cfg.Logger,
 	})

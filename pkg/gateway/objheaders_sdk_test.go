@@ -12,8 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/locuscache/locus/pkg/gateway"
-	"github.com/locuscache/locus/pkg/node"
 )
 
 func gzipped(t *testing.T, b []byte) []byte {
@@ -104,25 +102,16 @@ func TestSDKObjectHeadersLikeOrigin(t *testing.T) {
 	}
 }
 
-// directoryMarkers wires a node's gateway as a cache node's daemon should:
-// keys ending in "/" are read from the node's origin (StoreBackend), since
-// the node refuses them as listing prefixes.
-func directoryMarkers(_ int, cfg *node.Config) {
-	store := cfg.Origin
-	cfg.Gateway = func(n *node.Node) (http.Handler, error) {
-		return gateway.New(gateway.Config{Backend: n, DirectoryMarkers: gateway.StoreBackend{Store: store}})
-	}
-}
-
 // TestSDKDirectoryMarkerLikeOrigin: a "directory marker" (an empty object
 // whose key ends in "/", as the S3 console's "Create folder" writes) is
-// served by a node's gateway with Config.DirectoryMarkers set, on GetObject
+// served by a node's gateway (nodetest wires Config.DirectoryMarkers as the
+// cachenode daemon does), on GetObject
 // and HeadObject, as versitygw serves it (200, its ETag, its Content-Type);
 // a prefix that is no object (only keys under it) is 404 NoSuchKey
 // (HeadObject: NotFound) on both. Was: 404 for the marker too, since the
 // node and the S3 origin both refused the key before asking the store.
 func TestSDKDirectoryMarkerLikeOrigin(t *testing.T) {
-	e := startSDKEnvMutate(t, directoryMarkers,
+	e := startSDKEnv(t,
 		putBytes("dir/", nil), putBytes("dir/a.bin", randBytes(100, 1)),
 		putBytes("implicit/a.bin", randBytes(100, 2)))
 	b := aws.String(e.bucket)

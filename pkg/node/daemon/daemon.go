@@ -244,6 +244,9 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 		Gateway: func(n *node.Node) (http.Handler, error) {
 			return gateway.New(gateway.Config{
 				Backend: n, Buckets: buckets, Region: o.gatewayRegion, LenientRange: o.gatewayLenientRange,
+				// Directory markers ("dir/" objects) are no objects to the
+				// cluster: read from the origin, uncached.
+				DirectoryMarkers: gateway.StoreBackend{Store: store},
 				Logger: log.With("component", "gateway"),
 			})
 		},
