@@ -489,3 +489,37 @@ func snapshotSlabs(t *testing.T, dir, snap string) {
 		}
 	}
 }
+
+// A View whose callback panics served the pages up to the one it was
+// given, not the rest of the window: Stats count only those as hits, as
+// after a callback's error. (Was: the whole window stayed counted.)
+func TestStatsAfterAViewCallbackPanics(t *testing.T) {
+	for _, stop := range []string{"error", "panic"} {
+		t.Run(stop, func(t *testing.T) {
+			org := cachetest.NewOrigin()
+			obj := org.PutGenerated("s3://b/x", "v", 8*testPage)
+			c := newRAM(t, org, 16)
+			mustGet(t, c, obj, 0, obj.Size)
+			before := c.Stats()
+			calls := 0
+			func() {
+				defer func() { _ = recover() }()
+				_, _ = c.View(context.Background(), obj, 0, obj.Size, func([]byte) error {
+					calls++
+					if calls == 2 {
+						if stop == "panic" {
+							panic("callback")
+						}
+						return errors.New("callback")
+					}
+					return nil
+				})
+			}()
+			after := c.Stats()
+			if hits := after.HitPages - before.HitPages; hits != 2 {
+				t.Fatalf("%d hits counted for a View whose callback stopped (%s) at its 2nd page; want 2", hits, stop)
+			}
+			checkInv(t, c)
+		})
+	}
+}

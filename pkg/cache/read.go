@@ -319,6 +319,11 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 			// what the window holds (the page being delivered, the pages
 			// after it, the runs' buffers), or its pins would keep Close
 			// waiting for ever; the panic goes on unwinding as it was.
+			// The pages after the one being delivered were counted by
+			// plan but served to no one, as after an error.
+			if i < len(refs) {
+				c.uncountUnserved(o, refs[i+1:], off, end)
+			}
 			c.releaseRefs(refs[i:], runs)
 			clear(refs)
 		}
@@ -417,22 +422,29 @@ func (c *Cache) readWindow(ctx context.Context, st *readState, o *object, obj Ob
 	}
 	if err != nil && !retry {
 		// The read stopped (its reader's error or its context) before
-		// the pages from i on: plan counted them as hits, or as misses
-		// of flights another read leads (which counts the fetch), but
-		// no one was served them. (The misses of pages this read fetched
-		// itself stay counted, in this window or an earlier one it
-		// planned again (own): the origin sent them all the same.)
-		for j := i; j < len(refs); j++ {
-			if (refs[j].kind == refHit && !refs[j].own) || refs[j].kind == refWait {
-				lo, hi := within(off, end, ps, refs[j].page)
-				c.uncount(o, &refs[j], int64(hi-lo))
-			}
-		}
+		// the pages from i on.
+		c.uncountUnserved(o, refs[i:], off, end)
 	}
 	delivered = true
 	c.releaseRefs(refs[i:], runs)
 	clear(refs) // drop flight pointers so the pool does not keep them
 	return next, err
+}
+
+// uncountUnserved takes back what plan counted for pages of a window a read
+// stopped before (its reader's error or panic, or its context) and so
+// served to no one: hits, and misses of flights another read leads (which
+// counts the fetch). The misses of pages this read fetched itself stay
+// counted, in this window or an earlier one it planned again (own): the
+// origin sent them all the same.
+func (c *Cache) uncountUnserved(o *object, refs []pageRef, off, end int64) {
+	for j := range refs {
+		r := &refs[j]
+		if (r.kind == refHit && !r.own) || r.kind == refWait {
+			lo, hi := within(off, end, c.cfg.PageSize, r.page)
+			c.uncount(o, r, int64(hi-lo))
+		}
+	}
 }
 
 // ownFetches settles the pages of a window planned again that the read
