@@ -3,6 +3,7 @@ package membership
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"time"
@@ -114,8 +115,33 @@ type Tuning struct {
 	// TCPTimeout bounds a TCP state exchange (and each Join attempt).
 	TCPTimeout time.Duration
 	// DeadNodeReclaimTime is how long after a member died its id may be
-	// reused from a different address (a pod restarted with a new IP).
+	// reused from a different address (a pod restarted with a new IP);
+	// until then memberlist drops that id's alive messages from any other
+	// address. (A member that left is not held back.) A node restarting
+	// at a new address sooner waits in Join for this to pass: see
+	// Membership.Join. Shorter lets such a restart in sooner; it is what
+	// stops two processes started with one id from taking the id from
+	// each other each time one of them is declared dead.
 	DeadNodeReclaimTime time.Duration
+}
+
+// newAddressWait bounds Join's wait for a cluster of n members (this
+// node's guess) to accept this node at a new address while it remembers a
+// previous incarnation of its id elsewhere: the failure detector's worst
+// case (the incarnation may not be declared dead yet; memberlist scales
+// suspicion by log10 of the cluster size above 10), then
+// DeadNodeReclaimTime, then a margin for the exchanges and for the news
+// of the death reaching every member. LANTuning: 15.4 s with up to 10
+// members (7.4 + 5 + 3); LoopbackTuning: 5.3 s. The wait itself is
+// usually much shorter: what is left of DeadNodeReclaimTime since the
+// death was declared, plus the failure detector's delay when the node
+// restarted before that.
+func (t Tuning) newAddressWait(n int) time.Duration {
+	scale := math.Max(1, math.Log10(float64(max(n, 1))))
+	suspicion := time.Duration(float64(time.Duration(t.SuspicionMult*t.SuspicionMaxTimeoutMult)*t.ProbeInterval) * scale)
+	detect := 2*t.ProbeInterval + suspicion + 4*t.GossipInterval
+	margin := 4*t.ProbeInterval + 10*t.GossipInterval
+	return detect + t.DeadNodeReclaimTime + margin
 }
 
 // LANTuning is the default: memberlist's LAN defaults tightened for a cache,

@@ -76,3 +76,23 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("ipv6 bind, advertise: %+v, %v", v, err)
 	}
 }
+
+// TestNewAddressWait pins the bound on Join's wait after a restart at a new
+// address that config.go's docs quote.
+func TestNewAddressWait(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tu   Tuning
+		n    int
+		want time.Duration
+	}{
+		{"LAN", LANTuning(), 3, 15400 * time.Millisecond},
+		{"LAN, 10 members", LANTuning(), 10, 15400 * time.Millisecond},
+		{"LAN, 100 members", LANTuning(), 100, 21400 * time.Millisecond}, // suspicion x log10(100)
+		{"loopback", LoopbackTuning(), 3, 5300 * time.Millisecond},
+	} {
+		if got := tc.tu.newAddressWait(tc.n); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 )
@@ -23,7 +24,10 @@ import (
 //   - memberlist.MergeDelegate: NotifyMerge refuses a join, in both
 //     directions: the newcomer checks the cluster's members and the cluster
 //     checks the newcomer, so Join on a misfit node fails with the reason.
-//   - memberlist.ConflictDelegate: logs two addresses claiming one id.
+//   - memberlist.ConflictDelegate: logs two addresses claiming one id, or
+//     a member that died coming back at a new address before memberlist
+//     lets it (DeadNodeReclaimTime; NotifyLeave remembers where members
+//     were).
 //
 // Threading rules (memberlist's, and what this type does about them):
 //
@@ -47,12 +51,70 @@ type delegate struct {
 	kick     chan struct{} // capacity 1: "the table changed", coalesced
 
 	mu       sync.Mutex
-	members  map[string]Member // guarded by mu: live (alive or suspect) members by id, self included
-	seq      uint64            // guarded by mu: bumped on every change to members
-	joining  int               // guarded by mu: number of Join calls in flight
-	seeds    map[string]int    // guarded by mu: the ip:port addresses those Joins dial (how many of them dial each)
-	refusals []error           // guarded by mu: refusals of a seed's member list (this node's side of its own Join)
-	warned   map[string]string // guarded by mu: last refusal logged per peer, to log each once
+	members  map[string]Member     // guarded by mu: live (alive or suspect) members by id, self included
+	seq      uint64                // guarded by mu: bumped on every change to members
+	attempts map[*joinAttempt]bool // guarded by mu: the state exchanges of Join calls in flight
+	departed map[string]departure  // guarded by mu: members that left or died, by id, until the id comes back
+	warned   map[string]string     // guarded by mu: last message logged per peer, to log each once
+}
+
+// joinAttempt is what one memberlist Join (a state exchange with each of
+// its seeds) learned from its seeds' member lists. NotifyMerge fills it
+// while it is registered (beginJoin to endJoin); its fields are guarded by
+// delegate.mu until endJoin, and owned by the caller after.
+type joinAttempt struct {
+	seeds    map[string]bool // the ip:port addresses dialed
+	refusals []error         // refusals of those seeds' lists (this node's side of its own Join)
+	self     []selfRecord    // what each of those lists said about this node's id
+}
+
+// selfRecord is what one member list said about this node's own id.
+type selfRecord struct {
+	listed bool                     // the list names this id
+	addr   string                   // at this address
+	state  memberlist.NodeStateType // in this state
+}
+
+// elsewhere reports whether the list names this id at an address other
+// than self: a previous incarnation of this node (or another process with
+// its id, when alive).
+func (r selfRecord) elsewhere(self string) bool { return r.listed && r.addr != self }
+
+// live reports whether the list names this id as alive or suspect.
+func (r selfRecord) live() bool {
+	return r.listed && (r.state == memberlist.StateAlive || r.state == memberlist.StateSuspect)
+}
+
+// lists reports whether the list names this node at its own address as a
+// live member: the member that sent it has accepted this node.
+func (r selfRecord) lists(self string) bool { return r.live() && r.addr == self }
+
+// previous returns the first of the attempt's records that names this id
+// at another address than self.
+func (a *joinAttempt) previous(self string) (selfRecord, bool) {
+	for _, r := range a.self {
+		if r.elsewhere(self) {
+			return r, true
+		}
+	}
+	return selfRecord{}, false
+}
+
+// accepted reports whether the attempt merged at least one list and every
+// list it merged lists this node at self.
+func (a *joinAttempt) accepted(self string) bool {
+	for _, r := range a.self {
+		if !r.lists(self) {
+			return false
+		}
+	}
+	return len(a.self) > 0
+}
+
+// departure is where and when a member left or was declared dead.
+type departure struct {
+	addr string
+	at   time.Time
 }
 
 // localMeta pairs this node's metadata with its encoding, swapped as a unit.
@@ -75,11 +137,13 @@ func newDelegate(meta NodeMeta, logger *slog.Logger) (*delegate, error) {
 		return nil, err
 	}
 	d := &delegate{
-		name:    meta.ID,
-		logger:  logger,
-		kick:    make(chan struct{}, 1),
-		members: make(map[string]Member),
-		warned:  make(map[string]string),
+		name:     meta.ID,
+		logger:   logger,
+		kick:     make(chan struct{}, 1),
+		members:  make(map[string]Member),
+		attempts: make(map[*joinAttempt]bool),
+		departed: make(map[string]departure),
+		warned:   make(map[string]string),
 	}
 	d.local.Store(&localMeta{meta: meta, enc: enc})
 	return d, nil
@@ -124,10 +188,14 @@ func (d *delegate) NotifyJoin(n *memberlist.Node) { d.upsert(n) }
 func (d *delegate) NotifyUpdate(n *memberlist.Node) { d.upsert(n) }
 
 // NotifyLeave implements memberlist.EventDelegate: the member left or was
-// declared dead.
+// declared dead. It remembers where the member was, for NotifyConflict.
 func (d *delegate) NotifyLeave(n *memberlist.Node) {
 	d.mu.Lock()
 	delete(d.members, n.Name)
+	if len(d.departed) >= 1024 {
+		clear(d.departed)
+	}
+	d.departed[n.Name] = departure{addr: n.Address(), at: time.Now()}
 	d.seq++
 	d.mu.Unlock()
 	d.poke()
@@ -144,6 +212,7 @@ func (d *delegate) upsert(n *memberlist.Node) {
 		err = fmt.Errorf("%w: metadata names %q but the memberlist node is %q", ErrInvalidMeta, meta.ID, n.Name)
 	}
 	d.mu.Lock()
+	delete(d.departed, n.Name)
 	if err != nil {
 		// NotifyAlive refuses such members, so this is not expected; keep
 		// the member out of the table rather than guess.
@@ -262,23 +331,33 @@ func (d *delegate) reference(peer string) NodeMeta {
 // first is this node's own Join's outcome: a refusal there is what Join
 // returns, phrased as this node's misfit; a refusal of a newcomer is the
 // newcomer's (was: any refusal during a Join in flight was Join's, so a
-// healthy node whose seed was slow exited with a misfit's error).
+// healthy node whose seed was slow exited with a misfit's error). A seed's
+// list also tells this node's Join whether the seed lists this node, or
+// a previous incarnation of its id at another address (see Join).
 func (d *delegate) NotifyMerge(peers []*memberlist.Node) error {
+	var self string
+	if p := d.selfAddr.Load(); p != nil {
+		self = *p
+	}
+	var rec selfRecord
+	for _, peer := range peers {
+		if peer.Name == d.name {
+			rec = selfRecord{listed: true, addr: peer.Address(), state: peer.State}
+		}
+	}
 	d.mu.Lock()
-	joining := false
-	if d.joining > 0 {
+	var mine []*joinAttempt // the Joins whose seed sent peers
+	for a := range d.attempts {
 		for _, peer := range peers {
-			if (peer.State == memberlist.StateAlive || peer.State == memberlist.StateSuspect) && d.seeds[peer.Address()] > 0 {
-				joining = true
+			if (peer.State == memberlist.StateAlive || peer.State == memberlist.StateSuspect) && a.seeds[peer.Address()] {
+				mine = append(mine, a)
+				a.self = append(a.self, rec)
 				break
 			}
 		}
 	}
 	d.mu.Unlock()
-	var self string
-	if p := d.selfAddr.Load(); p != nil {
-		self = *p
-	}
+	joining := len(mine) > 0
 	for _, peer := range peers {
 		if peer.State != memberlist.StateAlive && peer.State != memberlist.StateSuspect {
 			continue
@@ -288,28 +367,32 @@ func (d *delegate) NotifyMerge(peers []*memberlist.Node) error {
 			if addr == self {
 				continue // the other side already knows us
 			}
-			return d.refuse(joining, peer.Name, fmt.Errorf("%w: node id %q is already used by a live member at %s (this node is %s): give every node a unique --node-id",
+			return d.refuse(mine, peer.Name, fmt.Errorf("%w: node id %q is already used by a live member at %s (this node is %s): give every node a unique --node-id",
 				ErrDuplicateID, peer.Name, addr, self))
 		}
 		if _, err := d.check(peer, joining); err != nil {
-			return d.refuse(joining, peer.Name, err)
+			return d.refuse(mine, peer.Name, err)
 		}
 		d.mu.Lock()
 		known, ok := d.members[peer.Name]
 		d.mu.Unlock()
 		if ok && known.GossipAddr != addr {
-			return d.refuse(joining, peer.Name, fmt.Errorf("%w: member %q joins from %s but a live member with that id is at %s: give every node a unique --node-id",
+			return d.refuse(mine, peer.Name, fmt.Errorf("%w: member %q joins from %s but a live member with that id is at %s: give every node a unique --node-id "+
+				"(a member restarted at a new address is let in once the failure detector has declared its old address dead)",
 				ErrDuplicateID, peer.Name, addr, known.GossipAddr))
 		}
 	}
 	return nil
 }
 
-// refuse records a merge refusal for Join and logs it.
-func (d *delegate) refuse(joining bool, peer string, err error) error {
+// refuse records a merge refusal for the Joins in mine still in flight
+// (a Join's caller reads its attempt after endJoin) and logs it.
+func (d *delegate) refuse(mine []*joinAttempt, peer string, err error) error {
 	d.mu.Lock()
-	if joining {
-		d.refusals = append(d.refusals, err)
+	for _, a := range mine {
+		if d.attempts[a] {
+			a.refusals = append(a.refusals, err)
+		}
 	}
 	d.mu.Unlock()
 	d.warnOnce(peer, err)
@@ -319,60 +402,69 @@ func (d *delegate) refuse(joining bool, peer string, err error) error {
 // warnOnce logs a refusal at Warn the first time (per peer and reason) and
 // at Debug after that: a refused member may keep knocking.
 func (d *delegate) warnOnce(peer string, err error) {
-	msg := err.Error()
+	d.logOnce(peer, err.Error(), slog.LevelWarn, "membership: refusing member", "node", peer, "err", err)
+}
+
+// logOnce logs msg at level the first time key is logged for peer in a
+// row, and at Debug after that.
+func (d *delegate) logOnce(peer, key string, level slog.Level, msg string, args ...any) {
 	d.mu.Lock()
-	repeat := d.warned[peer] == msg
+	repeat := d.warned[peer] == key
 	if !repeat {
 		if len(d.warned) >= 1024 {
 			clear(d.warned)
 		}
-		d.warned[peer] = msg
+		d.warned[peer] = key
 	}
 	d.mu.Unlock()
-	level := slog.LevelWarn
 	if repeat {
 		level = slog.LevelDebug
 	}
-	d.logger.Log(context.Background(), level, "membership: refusing member", "node", peer, "err", err)
+	d.logger.Log(context.Background(), level, msg, args...)
 }
 
-// beginJoin and endJoin bracket a Join dialing the ip:port addresses
-// seeds: refusals of those seeds' lists recorded in between are returned
-// by endJoin.
-func (d *delegate) beginJoin(seeds []string) {
-	d.mu.Lock()
-	d.joining++
-	if d.seeds == nil {
-		d.seeds = map[string]int{}
-	}
+// beginJoin and endJoin bracket a memberlist Join dialing the ip:port
+// addresses seeds: what NotifyMerge learns from those seeds' lists in
+// between is in the returned attempt, which the caller may read after
+// endJoin.
+func (d *delegate) beginJoin(seeds []string) *joinAttempt {
+	a := &joinAttempt{seeds: make(map[string]bool, len(seeds))}
 	for _, s := range seeds {
-		d.seeds[s]++
+		a.seeds[s] = true
 	}
+	d.mu.Lock()
+	d.attempts[a] = true
+	d.mu.Unlock()
+	return a
+}
+
+func (d *delegate) endJoin(a *joinAttempt) {
+	d.mu.Lock()
+	delete(d.attempts, a)
 	d.mu.Unlock()
 }
 
-func (d *delegate) endJoin(seeds []string) []error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.joining--
-	for _, s := range seeds {
-		if d.seeds[s]--; d.seeds[s] <= 0 {
-			delete(d.seeds, s)
-		}
-	}
-	out := d.refusals
-	if d.joining == 0 {
-		d.refusals = nil
-	}
-	return out
-}
-
 // NotifyConflict implements memberlist.ConflictDelegate: two addresses claim
-// one node id. memberlist keeps the existing one; we log it loudly.
+// one node id. memberlist keeps the existing one; we log it loudly, unless
+// the existing one is a member that died and the other its restart at a
+// new address, which memberlist lets in DeadNodeReclaimTime after the
+// death (the restarted node's Join waits for that).
 func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {
 	if existing.Name == d.name {
 		d.logger.Error("membership: another process claims this node's id; give every node a unique --node-id",
 			"node", existing.Name, "this", existing.Address(), "other", other.Address())
+		return
+	}
+	d.mu.Lock()
+	dep, gone := d.departed[existing.Name]
+	d.mu.Unlock()
+	if gone && dep.addr == existing.Address() {
+		// memberlist keeps a dead member's address for DeadNodeReclaimTime
+		// and drops its id's alive messages from any other address until
+		// then; that member's Join waits for it.
+		d.logOnce(existing.Name, "back at "+other.Address(), slog.LevelInfo,
+			"membership: a member that died is back at a new address; it is let in once DeadNodeReclaimTime has passed since it was declared dead",
+			"node", existing.Name, "old", existing.Address(), "new", other.Address(), "died_ago", time.Since(dep.at).Round(time.Millisecond))
 		return
 	}
 	d.logger.Warn("membership: two members claim one node id; keeping the first",

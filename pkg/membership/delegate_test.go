@@ -1,9 +1,11 @@
 package membership
 
 import (
+	"bytes"
 	"errors"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/memberlist"
@@ -55,22 +57,19 @@ func TestNotifyAlive(t *testing.T) {
 		{"garbage meta", &memberlist.Node{Name: "x", Meta: []byte{1, 2, 3}}, ErrCorruptMeta},
 		{"name differs from meta id", &memberlist.Node{Name: "x", Meta: must(cacheMeta("y").withDefaults().MarshalBinary())}, ErrInvalidMeta},
 	}
+	// A Join in flight to some other seed: NotifyAlive is not a join and
+	// records nothing in it.
+	other := d.beginJoin([]string{"127.0.0.1:7"})
 	for _, tc := range tests {
 		err := d.NotifyAlive(tc.n)
 		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	// NotifyAlive never records join refusals: it is not a join.
-	if r := d.endJoinForTest(); len(r) != 0 {
-		t.Errorf("refusals recorded outside a join: %v", r)
+	d.endJoin(other)
+	if len(other.refusals) != 0 || len(other.self) != 0 {
+		t.Errorf("recorded outside a join: refusals %v, self %v", other.refusals, other.self)
 	}
-}
-
-func (d *delegate) endJoinForTest() []error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.refusals
 }
 
 func TestNotifyMerge(t *testing.T) {
@@ -94,14 +93,16 @@ func TestNotifyMerge(t *testing.T) {
 		{"known id elsewhere", []*memberlist.Node{node(t, cacheMeta("known"), 999, memberlist.StateSuspect)}, ErrDuplicateID},
 		{"corrupt meta", []*memberlist.Node{{Name: "x", Meta: []byte{9}, State: memberlist.StateAlive}}, ErrCorruptMeta},
 	}
+	other := d.beginJoin([]string{"127.0.0.1:7"}) // a Join in flight to another seed
 	for _, tc := range tests {
 		var seeds []string // this node's own Join: the list is a seed's
 		for _, p := range tc.peers {
 			seeds = append(seeds, p.Address())
 		}
-		d.beginJoin(seeds)
+		at := d.beginJoin(seeds)
 		err := d.NotifyMerge(tc.peers)
-		refusals := d.endJoin(seeds)
+		d.endJoin(at)
+		refusals := at.refusals
 		if tc.want == nil {
 			if err != nil || len(refusals) != 0 {
 				t.Errorf("%s: got %v (refusals %v), want accepted", tc.name, err, refusals)
@@ -119,8 +120,63 @@ func TestNotifyMerge(t *testing.T) {
 	if !errors.As(err, &ie) || ie.Joining || ie.Peer != "small" {
 		t.Errorf("admitting: got %v", err)
 	}
-	if r := d.endJoinForTest(); len(r) != 0 {
-		t.Errorf("refusals recorded outside a join: %v", r)
+	d.endJoin(other)
+	if len(other.refusals) != 0 || len(other.self) != 0 {
+		t.Errorf("recorded in another seed's Join: refusals %v, self %v", other.refusals, other.self)
+	}
+}
+
+// TestNotifyMergeSelfRecords: what a seed's list says about this node's
+// own id, which Join reads to tell a restart at a new address (see
+// Membership.Join).
+func TestNotifyMergeSelfRecords(t *testing.T) {
+	d := testDelegate(t, cacheMeta("self"))
+	d.NotifyJoin(node(t, cacheMeta("self"), 100, memberlist.StateAlive))
+	const self = "127.0.0.1:100"
+	seed := node(t, cacheMeta("seed"), 1, memberlist.StateAlive)
+	tests := []struct {
+		name      string
+		us        *memberlist.Node // this id in the seed's list, or nil
+		wantErr   error
+		previous  bool // a previous incarnation elsewhere
+		accepted  bool // the seed lists this node at its address
+		wantState memberlist.NodeStateType
+	}{
+		{"first contact", nil, nil, false, false, 0},
+		{"listed here", node(t, cacheMeta("self"), 100, memberlist.StateAlive), nil, false, true, 0},
+		{"suspect here", node(t, cacheMeta("self"), 100, memberlist.StateSuspect), nil, false, true, 0},
+		{"dead here (restart at the same address)", node(t, cacheMeta("self"), 100, memberlist.StateDead), nil, false, false, 0},
+		{"dead elsewhere", node(t, cacheMeta("self"), 999, memberlist.StateDead), nil, true, false, memberlist.StateDead},
+		{"left elsewhere", node(t, cacheMeta("self"), 999, memberlist.StateLeft), nil, true, false, memberlist.StateLeft},
+		{"alive elsewhere", node(t, cacheMeta("self"), 999, memberlist.StateAlive), ErrDuplicateID, true, false, memberlist.StateAlive},
+	}
+	for _, tc := range tests {
+		peers := []*memberlist.Node{seed}
+		if tc.us != nil {
+			peers = append(peers, tc.us)
+		}
+		at := d.beginJoin([]string{seed.Address()})
+		err := d.NotifyMerge(peers)
+		d.endJoin(at)
+		if !errors.Is(err, tc.wantErr) {
+			t.Errorf("%s: got %v, want %v", tc.name, err, tc.wantErr)
+		}
+		prev, ok := at.previous(self)
+		if ok != tc.previous || ok && (prev.addr != "127.0.0.1:999" || prev.state != tc.wantState) {
+			t.Errorf("%s: previous = %+v, %v; want %v in state %v", tc.name, prev, ok, tc.previous, tc.wantState)
+		}
+		if got := at.accepted(self); got != tc.accepted {
+			t.Errorf("%s: accepted = %v, want %v", tc.name, got, tc.accepted)
+		}
+	}
+	// One list per merge; a Join is accepted only if every list it merged
+	// lists this node.
+	at := d.beginJoin([]string{seed.Address()})
+	_ = d.NotifyMerge([]*memberlist.Node{seed, node(t, cacheMeta("self"), 100, memberlist.StateAlive)})
+	_ = d.NotifyMerge([]*memberlist.Node{seed, node(t, cacheMeta("self"), 999, memberlist.StateDead)})
+	d.endJoin(at)
+	if len(at.self) != 2 || at.accepted(self) {
+		t.Errorf("two lists, one stale: self %+v, accepted %v; want 2 records, not accepted", at.self, at.accepted(self))
 	}
 }
 
@@ -171,5 +227,31 @@ func TestNodeMetaHook(t *testing.T) {
 	}
 	if got := d.NodeMeta(3); got != nil {
 		t.Errorf("NodeMeta(3) = %x, want nil (never a truncated encoding)", got)
+	}
+}
+
+// TestNotifyConflictAfterDeath: memberlist reports a conflict when a
+// member that died comes back at a new address before DeadNodeReclaimTime;
+// that is logged as such, once, not as two processes claiming one id.
+func TestNotifyConflictAfterDeath(t *testing.T) {
+	var buf bytes.Buffer
+	d, err := newDelegate(cacheMeta("self").withDefaults(), slog.New(slog.NewTextHandler(&buf, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, back := node(t, cacheMeta("c"), 1, memberlist.StateDead), node(t, cacheMeta("c"), 2, memberlist.StateAlive)
+	d.NotifyJoin(old)
+	d.NotifyLeave(old)
+	d.NotifyConflict(old, back)
+	d.NotifyConflict(old, back)
+	out := buf.String()
+	if strings.Count(out, "level=INFO") != 1 || !strings.Contains(out, "back at a new address") || strings.Contains(out, "claim one node id") {
+		t.Errorf("got log:\n%s\nwant one INFO line saying c is back at a new address", out)
+	}
+	buf.Reset()
+	d.NotifyJoin(back) // c is back: a later conflict is two processes again
+	d.NotifyConflict(back, old)
+	if !strings.Contains(buf.String(), "level=WARN") || !strings.Contains(buf.String(), "claim one node id") {
+		t.Errorf("conflict with a live member: got log:\n%s\nwant a WARN about two processes", buf.String())
 	}
 }

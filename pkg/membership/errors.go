@@ -45,12 +45,16 @@ var (
 
 	// ErrDuplicateID: another live member already uses this node id (the
 	// memberlist node name) from a different address. Join returns it when
-	// this node's id is taken.
+	// this node's id is taken by a member that answers at its address (a
+	// silent one is taken for this node's own crashed previous incarnation:
+	// Join waits, see Membership.Join).
 	ErrDuplicateID = errors.New("membership: duplicate node id")
 
 	// ErrJoin: none of the seed addresses could be reached or completed a
-	// state exchange. Returned by Join; the underlying memberlist error is
-	// in the message.
+	// state exchange, or, for a node restarted at a new address, the
+	// cluster did not let it in within the bound Join waits (see
+	// Membership.Join). Returned by Join; the underlying memberlist error
+	// or the members still refusing are in the message. Retrying may help.
 	ErrJoin = errors.New("membership: cannot join cluster")
 
 	// ErrImmutableField: UpdateMeta tried to change a field that is fixed

@@ -28,6 +28,9 @@ type Membership struct {
 
 	updateMu sync.Mutex // serializes UpdateMeta
 
+	joinMu sync.Mutex  // guards prev
+	prev   *selfRecord // guarded by joinMu: a previous incarnation whose wait ended before every member confirmed this node (Join)
+
 	lifeMu sync.Mutex // guards closed, and orders Leave and Shutdown
 	closed bool       // guarded by lifeMu
 }
@@ -174,13 +177,29 @@ func (m *Membership) GossipAddr() string { return m.ml.LocalNode().Address() }
 // returns, View shows the members those seeds knew of. Joining no seeds
 // (nil) is a no-op: the first node of a cluster need not join.
 //
+// A node that restarts with the id of a previous incarnation the cluster
+// still remembers at another address (a pod recreated with a new IP) is
+// not let in at once: memberlist moves a dead member's id to a new address
+// only Tuning.DeadNodeReclaimTime after it was declared dead (a member
+// that left is moved at once), and a previous incarnation not yet declared
+// dead is still a live member with this id. Join then waits until every
+// member it can reach lists this node at its own address, exchanging state
+// with them every Tuning.ProbeInterval, and logs why it waits. The wait is
+// bounded by the failure detector's worst case plus DeadNodeReclaimTime
+// (Tuning's docs). A member with this id that answers a ping at the other
+// address is another live process: ErrDuplicateID at once.
+//
 // Errors: ErrBadAddress for a seed that does not parse (nothing contacted);
 // when no seed accepted this node, the reason the cluster refused it, an
 // *IncompatibleError (ErrIncompatible: block size, replication or
 // protocol version differs) or ErrDuplicateID (this node's id is taken); otherwise ErrJoin
-// with memberlist's reasons (unreachable seeds, wrong gossip key). A node
-// that failed to join keeps running alone; callers usually Shutdown and
-// exit. Each seed attempt is bounded by Tuning.TCPTimeout.
+// with memberlist's reasons (unreachable seeds, wrong gossip key), or
+// because the cluster did not accept this restarted node within the bound
+// above (retry: a later Join waits for every member again). A node
+// that failed to join keeps running alone (after that last error it may
+// list the members that do not list it yet); callers usually retry, or
+// Shutdown and exit. Each seed attempt is bounded by Tuning.TCPTimeout.
+// ErrClosed after Shutdown, also during the wait.
 func (m *Membership) Join(seeds []string) (int, error) {
 	if len(seeds) == 0 {
 		return 0, nil
@@ -194,16 +213,19 @@ func (m *Membership) Join(seeds []string) (int, error) {
 		return 0, ErrClosed
 	}
 	addrs := resolveSeeds(seeds, m.cfg.Tuning.TCPTimeout)
-	m.del.beginJoin(addrs)
-	n, err := m.ml.Join(seeds)
-	refusals := m.del.endJoin(addrs)
-	if n == 0 {
-		if len(refusals) > 0 {
-			return 0, refusals[0]
-		}
-		return 0, fmt.Errorf("%w via %v: %s", ErrJoin, seeds, flattenJoinError(err))
+	n, at, err := m.exchange(seeds, addrs)
+	self := m.GossipAddr()
+	prev, restarted := at.previous(self)
+	if !restarted {
+		prev, restarted = m.unconfirmed()
 	}
-	for _, r := range refusals {
+	if restarted && (n > 0 || prev.live()) {
+		n, err = m.awaitNewAddress(seeds, addrs, prev, n, err)
+	}
+	if n == 0 || err != nil {
+		return 0, err
+	}
+	for _, r := range at.refusals {
 		m.cfg.Logger.Warn("membership: a seed refused this node; joined through others", "err", r)
 	}
 	// Join's merge has fired NotifyJoin for every new member; wait until a
@@ -212,6 +234,196 @@ func (m *Membership) Join(seeds []string) (int, error) {
 	defer cancel()
 	_ = m.catchUp(ctx)
 	return n, nil
+}
+
+// exchange runs one memberlist Join: a state exchange with each seed
+// (addrs are the ip:port addresses they resolve to). It returns how many
+// it completed, what their lists said (see joinAttempt) and, when none
+// completed, why: a seed's refusal of this node, else ErrJoin.
+func (m *Membership) exchange(seeds, addrs []string) (int, *joinAttempt, error) {
+	at := m.del.beginJoin(addrs)
+	n, err := m.ml.Join(seeds)
+	m.del.endJoin(at)
+	if n > 0 {
+		return n, at, nil
+	}
+	if len(at.refusals) > 0 {
+		return 0, at, at.refusals[0]
+	}
+	return 0, at, fmt.Errorf("%w via %v: %s", ErrJoin, seeds, flattenJoinError(err))
+}
+
+// awaitNewAddress is Join's wait for a cluster that remembers prev, a
+// previous incarnation of this node's id at another address, to accept
+// this node at its own. n and err are the first exchange's outcome: a
+// merge (n > 0) whose seed may still drop this node, or a refusal (prev
+// is alive or suspect, so the seed's list names a live member with this
+// node's id). It returns the seeds reached and nil once every member this
+// node knows and can reach lists it; ErrDuplicateID if prev answers a
+// ping (another live process has this id); ErrJoin past
+// Tuning.newAddressWait; err as is when a new exchange fails for another
+// reason.
+func (m *Membership) awaitNewAddress(seeds, addrs []string, prev selfRecord, n int, err error) (int, error) {
+	t := m.cfg.Tuning
+	self := m.GossipAddr()
+	began := time.Now()
+	bound := t.newAddressWait(len(m.View().Members))
+	m.setUnconfirmed(prev)
+	m.cfg.Logger.Info("membership: the cluster remembers this node's id at another address (a previous incarnation); waiting until every member lists this node at its new address",
+		"node", m.cfg.Meta.ID, "addr", self, "previous", prev.addr, "previous_state", stateName(prev.state),
+		"dead_node_reclaim_time", t.DeadNodeReclaimTime, "up_to", bound)
+	var pending []string // gossip addresses of the members still to confirm, seeds first
+	for {
+		switch {
+		case n > 0:
+			if pending == nil {
+				pending = m.othersSeedsFirst(addrs)
+			}
+			pending = m.confirm(pending, self)
+			if len(pending) == 0 {
+				m.clearUnconfirmed()
+				m.cfg.Logger.Info("membership: every member lists this node at its new address",
+					"node", m.cfg.Meta.ID, "addr", self, "previous", prev.addr, "waited", time.Since(began).Round(time.Millisecond))
+				return n, nil
+			}
+		case prev.live():
+			// A live process, or this node's previous incarnation before
+			// the failure detector has declared it dead. Only the former
+			// answers a ping for this id.
+			if ua, uerr := net.ResolveUDPAddr("udp", prev.addr); uerr == nil {
+				if _, perr := m.ml.Ping(m.cfg.Meta.ID, ua); perr == nil {
+					m.clearUnconfirmed()
+					return 0, fmt.Errorf("%w: node id %q is already used by a live member at %s, which answers there (this node is %s): give every node a unique --node-id",
+						ErrDuplicateID, m.cfg.Meta.ID, prev.addr, self)
+				}
+			}
+		default:
+			return 0, err // not this wait's business: the caller retries
+		}
+		if time.Since(began) > bound {
+			if n == 0 {
+				return 0, fmt.Errorf("%w: the cluster still lists node id %q alive at %s, which does not answer this node at %s, after %v: "+
+					"if another process runs with this --node-id, give every node a unique one; if it is this node's previous incarnation, "+
+					"the cluster has not declared it dead in time (do all members use the same gossip tuning?)",
+					ErrJoin, m.cfg.Meta.ID, prev.addr, self, bound)
+			}
+			return 0, fmt.Errorf("%w: members at %v still refuse this node's new address %s after %v: they remember node id %q at %s, "+
+				"and memberlist moves a dead member's id to a new address only DeadNodeReclaimTime (%v on this node) after it died "+
+				"(do all members use the same gossip tuning?); a later Join retries",
+				ErrJoin, pending, self, bound, m.cfg.Meta.ID, prev.addr, t.DeadNodeReclaimTime)
+		}
+		select {
+		case <-m.stop:
+			return 0, ErrClosed
+		case <-time.After(t.ProbeInterval):
+		}
+		if n == 0 {
+			var at *joinAttempt
+			n, at, err = m.exchange(seeds, addrs)
+			if p, ok := at.previous(self); ok {
+				prev = p // alive, then suspect, then dead
+			}
+		}
+	}
+}
+
+// stateName names a memberlist state for logs.
+func stateName(s memberlist.NodeStateType) string {
+	switch s {
+	case memberlist.StateAlive:
+		return "alive"
+	case memberlist.StateSuspect:
+		return "suspect"
+	case memberlist.StateDead:
+		return "dead"
+	case memberlist.StateLeft:
+		return "left"
+	}
+	return fmt.Sprintf("state %d", s)
+}
+
+// othersSeedsFirst returns the gossip addresses of the members this node
+// lists, itself excepted, those at a seed address first (the seed decides
+// first: the others learn of this node from it).
+func (m *Membership) othersSeedsFirst(seedAddrs []string) []string {
+	isSeed := make(map[string]bool, len(seedAddrs))
+	for _, a := range seedAddrs {
+		isSeed[a] = true
+	}
+	var seeds, others []string
+	members, _ := m.del.snapshot()
+	for _, mem := range members {
+		switch {
+		case mem.ID == m.cfg.Meta.ID || mem.GossipAddr == "":
+		case isSeed[mem.GossipAddr]:
+			seeds = append(seeds, mem.GossipAddr)
+		default:
+			others = append(others, mem.GossipAddr)
+		}
+	}
+	return append(seeds, others...)
+}
+
+// confirm exchanges state with the members at pending, in order, and
+// returns those that do not list this node at self yet. An exchange sends
+// this node's state too, so each is also a new try to be accepted; a
+// member sends its list before it merges this node's state, so one that
+// does not list this node is asked once more at once. confirm stops at
+// the first member that still does not (the others most likely do not
+// either, until DeadNodeReclaimTime has passed). A member it cannot reach
+// stays pending while this node lists it, and is dropped once the failure
+// detector has removed it.
+func (m *Membership) confirm(pending []string, self string) []string {
+	var still []string
+	for i, addr := range pending {
+		n, at, _ := m.exchange([]string{addr}, []string{addr})
+		if n > 0 && !at.accepted(self) {
+			n, at, _ = m.exchange([]string{addr}, []string{addr})
+		}
+		switch {
+		case n > 0 && at.accepted(self):
+		case n > 0:
+			return append(still, pending[i:]...)
+		case m.lists(addr):
+			still = append(still, addr)
+		}
+	}
+	return still
+}
+
+// lists reports whether this node lists a member at gossip address addr.
+func (m *Membership) lists(addr string) bool {
+	members, _ := m.del.snapshot()
+	for _, mem := range members {
+		if mem.GossipAddr == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// unconfirmed returns the previous incarnation a Join's wait ended without
+// every member confirming this node's new address, if any: the next Join
+// waits again.
+func (m *Membership) unconfirmed() (selfRecord, bool) {
+	m.joinMu.Lock()
+	defer m.joinMu.Unlock()
+	if m.prev == nil {
+		return selfRecord{}, false
+	}
+	return *m.prev, true
+}
+
+func (m *Membership) setUnconfirmed(r selfRecord) {
+	m.joinMu.Lock()
+	m.prev = &r
+	m.joinMu.Unlock()
+}
+
+func (m *Membership) clearUnconfirmed() {
+	m.joinMu.Lock()
+	m.prev = nil
+	m.joinMu.Unlock()
 }
 
 // resolveSeeds returns the ip:port addresses seeds (host:port) name, as
