@@ -42,8 +42,9 @@ type Split struct {
 // It returns the summary of the read, and an error wrapping one of
 // origin.ErrNotFound, origin.ErrVersionChanged, cache.ErrOutOfRange,
 // readpath.ErrInvalidRequest, origin.ErrAccessDenied, ErrNodeUnavailable
-// (node failed, no Origin), the origin's errors (during a fallback), the
-// writer's error, or a context error. On error, the bytes written to w
+// (node failed, no Origin), the origin's errors (during a fallback;
+// cache.ErrShortRead with io.ErrUnexpectedEOF when the origin ends the
+// object before its size), the writer's error, or a context error. On error, the bytes written to w
 // are a correct prefix of the range.
 func (c *Client) ReadRange(ctx context.Context, nodeAddr, uri string, off, length int64, w io.Writer) (readpath.Summary, error) {
 	return c.Read(ctx, nodeAddr, readpath.Request{URI: uri, Offset: off, Length: length}, w)
@@ -307,6 +308,13 @@ func (c *Client) fallback(ctx context.Context, req readpath.Request, size, pos i
 			}
 		}
 		if errors.Is(err, io.EOF) {
+			if pos < end {
+				// The origin ended the object before the size the read is
+				// pinned to: a truncated range is not the range (the node
+				// calls it cache.ErrShortRead too).
+				return sum, fmt.Errorf("client: fallback read of %s: %w: the origin ended at %d, the object is %d bytes: %w",
+					req.URI, cache.ErrShortRead, pos, size, io.ErrUnexpectedEOF)
+			}
 			break
 		}
 		if err != nil {
