@@ -79,6 +79,10 @@ type Cache struct {
 
 	reindexed   int64
 	reindexTime time.Duration
+	// diskBytes is the size of the slab files, fixed at New. Stats reads
+	// it, not the disk store's slab list, which Close clears while Stats
+	// may be running.
+	diskBytes int64
 }
 
 // New opens a cache. With Config.Dir set it creates or re-opens the slab
@@ -113,6 +117,7 @@ func New(cfg Config) (*Cache, error) {
 			return nil, err
 		}
 		c.disk = ds
+		c.diskBytes = ds.diskBytes()
 		ramPages := int(cfg.MemoryBytes / int64(cfg.PageSize))
 		switch {
 		case ds.nslots() > 0:

@@ -109,9 +109,7 @@ func (c *Cache) Stats() Stats {
 	default:
 		s.Mode = "ram"
 	}
-	if c.disk != nil {
-		s.DiskBytes = c.disk.diskBytes()
-	}
+	s.DiskBytes = c.diskBytes
 	if c.ram != nil {
 		s.RAMPages, s.RAMCapacityPages = c.ram.resident(), int64(len(c.ram.owner))
 		s.RAMHits, s.Promotions = c.ram.hits.Load(), c.ram.promotions.Load()
