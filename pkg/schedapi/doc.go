@@ -26,7 +26,8 @@
 // 503. A client tells an unknown job from other bad input by the code, not
 // the status; it reads a 404 without a code (a scheduler from before the
 // code field) as ErrNotFound too. The one 404 is a path the API does not
-// have (code no_endpoint). The Validate methods check a request the way the
+// have (code no_endpoint); a path it has, asked with another method, is
+// a 405 (code method_not_allowed). The Validate methods check a request the way the
 // scheduler does (errors wrap ErrBadRequest), so a client may check before
 // sending: a split's URI with objuri.CheckObject, as the cache nodes check
 // their reads' (the package's one import outside the standard library, a

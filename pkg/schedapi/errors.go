@@ -74,14 +74,18 @@ const (
 	CodeNotLeader    = "not_leader"   // ErrNotLeader, 503
 	CodeUnavailable  = "unavailable"  // ErrUnavailable, 503
 	CodeInternal     = "internal"     // no sentinel: a bug, 500
-	// CodeNoEndpoint is the 404 of a method and path the API does not
-	// have (routing, not bad input: a client newer than its scheduler).
+	// CodeNoEndpoint is the 404 of a path the API does not have
+	// (routing, not bad input: a client newer than its scheduler).
 	CodeNoEndpoint = "no_endpoint" // no sentinel, 404
+	// CodeMethodNotAllowed is the 405 of a path the API has, asked with a
+	// method it does not take there (GET /v1/place); the answer's Allow
+	// header lists the methods it takes.
+	CodeMethodNotAllowed = "method_not_allowed" // no sentinel, 405
 )
 
 // ErrOfCode returns the sentinel error an error code names, nil for ""
-// and for the codes without one (CodeInternal, CodeNoEndpoint, a code of
-// a later scheduler).
+// and for the codes without one (CodeInternal, CodeNoEndpoint,
+// CodeMethodNotAllowed, a code of a later scheduler).
 func ErrOfCode(code string) error {
 	switch code {
 	case CodeBadRequest:
@@ -122,6 +126,8 @@ func StatusOfCode(code string) int {
 		return http.StatusServiceUnavailable
 	case CodeNoEndpoint:
 		return http.StatusNotFound
+	case CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	}
 	return http.StatusInternalServerError
 }

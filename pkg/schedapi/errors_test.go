@@ -26,6 +26,7 @@ func TestErrorCodes(t *testing.T) {
 		{CodeUnavailable, ErrUnavailable, http.StatusServiceUnavailable},
 		{CodeInternal, nil, http.StatusInternalServerError},
 		{CodeNoEndpoint, nil, http.StatusNotFound},
+		{CodeMethodNotAllowed, nil, http.StatusMethodNotAllowed},
 		{"from_the_future", nil, http.StatusInternalServerError},
 	} {
 		if got := ErrOfCode(tc.code); got != tc.err {

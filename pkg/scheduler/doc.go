@@ -128,8 +128,10 @@
 // conflict (409), too_large (413), no_node, not_leader and unavailable
 // (503), internal (500); clients read it, not the status, to tell an
 // unknown job from other bad input. CodeOf maps errors to codes, StatusOf
-// to HTTP statuses. A method and path the API does not have is the one
-// 404 (code "no_endpoint"): routing, not bad input.
+// to HTTP statuses. A path the API does not have is the one 404 (code
+// "no_endpoint"): routing, not bad input; a path it has, asked with
+// another method, is a 405 (code "method_not_allowed") with an Allow
+// header.
 //
 // # Authentication
 //

@@ -124,17 +124,22 @@ func (s *Scheduler) newHandler() http.Handler {
 		_, _ = w.Write(statusPage)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		// Routing, not bad input: stays 404, with a code of its own so that
-		// clients do not read it as an unknown job. (This catch-all takes
-		// every method, so ServeMux's own 405 never happens: a path served
-		// with other methods gets an Allow header and says so here.)
+		// Routing, not bad input: an unknown path is a 404 with a code of
+		// its own, so that clients do not read it as an unknown job. This
+		// catch-all takes every method, so ServeMux's own 405 never
+		// happens: a path served with other methods is answered 405 here,
+		// in JSON, with the Allow header a 405 must carry (RFC 9110
+		// 15.5.6). It was a 404 no_endpoint with an Allow header: a client
+		// or probe asking GET /v1/place was told the endpoint does not
+		// exist.
 		msg := "no such endpoint: " + r.Method + " " + r.URL.Path
 		if allow := allowedMethods(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			msg += " (" + r.URL.Path + " takes " + strings.Join(allow, ", ") + ")"
-		} else {
-			msg += " (see GET /v1/ring, POST /v1/place, ...)"
+			msg = "method not allowed: " + r.Method + " " + r.URL.Path + " (" + r.URL.Path + " takes " + strings.Join(allow, ", ") + ")"
+			writeJSON(w, http.StatusMethodNotAllowed, schedapi.ErrorResponse{Error: msg, Code: schedapi.CodeMethodNotAllowed})
+			return
 		}
+		msg += " (see GET /v1/ring, POST /v1/place, ...)"
 		writeJSON(w, http.StatusNotFound, schedapi.ErrorResponse{Error: msg, Code: schedapi.CodeNoEndpoint})
 	})
 	return mux

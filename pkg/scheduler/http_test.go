@@ -136,8 +136,8 @@ func TestBadInput(t *testing.T) {
 		{"unknown endpoint", "GET", "/v1/nothing", ``, 404, "no such endpoint", schedapi.CodeNoEndpoint},
 		{"counters: unknown job with a slash", "GET", "/v1/jobs/no/such", ``, 400, `"no/such"`, schedapi.CodeNotFound},
 		{"counters: empty job", "GET", "/v1/jobs/", ``, 400, "empty job", schedapi.CodeBadRequest},
-		{"wrong method", "GET", "/v1/place", ``, 404, "/v1/place takes POST", schedapi.CodeNoEndpoint},
-		{"wrong method on a GET path", "POST", "/v1/jobs/j", `{}`, 404, "takes GET", schedapi.CodeNoEndpoint},
+		{"wrong method", "GET", "/v1/place", ``, 405, "/v1/place takes POST", schedapi.CodeMethodNotAllowed},
+		{"wrong method on a GET path", "POST", "/v1/jobs/j", `{}`, 405, "takes GET", schedapi.CodeMethodNotAllowed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -335,8 +335,11 @@ func TestStatusEndpoints(t *testing.T) {
 var _ = []any{os.Getpid, filepath.Join, fmt.Sprint, membership.StateAlive}
 
 // TestRouting: a job name with "/" is served under /v1/jobs/ escaped or
-// not, and a known path asked with the wrong method names the methods it
-// takes in the message and an Allow header.
+// not, and a known path asked with the wrong method is a 405 (code
+// method_not_allowed; it was a 404 no_endpoint, which says the path does
+// not exist, with an Allow header that belongs to a 405) naming the
+// methods it takes in the message and the Allow header RFC 9110 requires
+// of a 405. An unknown path stays 404 no_endpoint.
 func TestRouting(t *testing.T) {
 	_, c := startWith(t, threeNodes(t), nil)
 	ctx := context.Background()
@@ -352,16 +355,26 @@ func TestRouting(t *testing.T) {
 			t.Errorf("GET %s: job %q running %d, want q1/stage-2 running 1", path, jc.Job, jc.Running)
 		}
 	}
-	for _, tc := range []struct{ method, path, allow string }{
-		{"GET", "/v1/place", "POST"},
-		{"PUT", "/v1/complete/batch", "POST"},
-		{"DELETE", "/v1/ring", "GET"},
-		{"GET", "/v1/nothing", ""},
+	for _, tc := range []struct {
+		method, path, allow string
+		status              int
+		code                string
+	}{
+		{"GET", "/v1/place", "POST", 405, schedapi.CodeMethodNotAllowed},
+		{"PUT", "/v1/complete/batch", "POST", 405, schedapi.CodeMethodNotAllowed},
+		{"DELETE", "/v1/ring", "GET", 405, schedapi.CodeMethodNotAllowed},
+		{"POST", "/metrics", "GET", 405, schedapi.CodeMethodNotAllowed},
+		{"OPTIONS", "/v1/jobs/j", "GET", 405, schedapi.CodeMethodNotAllowed},
+		{"GET", "/v1/nothing", "", 404, schedapi.CodeNoEndpoint},
+		{"POST", "/v1/place/", "", 404, schedapi.CodeNoEndpoint},
 	} {
 		err := c.Do(ctx, tc.method, tc.path, nil, nil)
 		var se *schedulertest.StatusError
-		if !errors.As(err, &se) || se.Code != 404 || se.Body.Code != schedapi.CodeNoEndpoint {
-			t.Fatalf("%s %s: %v, want 404 no_endpoint", tc.method, tc.path, err)
+		if !errors.As(err, &se) || se.Code != tc.status || se.Body.Code != tc.code {
+			t.Fatalf("%s %s: %v, want %d %s", tc.method, tc.path, err, tc.status, tc.code)
+		}
+		if ct := se.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%s %s: Content-Type %q, want application/json", tc.method, tc.path, ct)
 		}
 		if got := se.Header.Get("Allow"); got != tc.allow {
 			t.Errorf("%s %s: Allow %q, want %q", tc.method, tc.path, got, tc.allow)
