@@ -927,7 +927,12 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 			m.pins.Add(1)
 			c.release(sh, slot) // pending while we clear it
 			sh.mu.Unlock()
-			if c.store.clear(slot) == nil {
+			if err := c.store.clear(slot); err != nil {
+				// A failed slab write like any other: counted, and
+				// storing pauses. The slot stays listed stale, so the
+				// next invalidation tries again.
+				c.writeFailed(err)
+			} else {
 				m.flags.And(^uint32(flagHeader))
 			}
 			m.pins.Add(-1)

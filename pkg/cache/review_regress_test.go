@@ -4,7 +4,15 @@ package cache_test
 // between Close, the tiers and restarts): each failed before its fix.
 
 import (
+	"bytes"
+	"context"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/locuscache/locus/pkg/cache"
 
 	"github.com/locuscache/locus/pkg/cache/cachetest"
 )
@@ -33,5 +41,64 @@ func TestStatsDuringClose(t *testing.T) {
 		if got := c.Stats().DiskBytes; got != want {
 			t.Fatalf("DiskBytes after Close: got %d, want %d", got, want)
 		}
+	}
+}
+
+// TestFailedClearAfterReplacedWriteIsCounted: a page whose write was in
+// progress when a new version replaced its object has its header zeroed
+// by the writer; when that write fails, it is a failed slab write like any
+// other: counted in WriteErrors, and it pauses storing (Degraded). Was:
+// the error was dropped, so Stats said no write had failed while a
+// header of the replaced version stayed valid on disk.
+func TestFailedClearAfterReplacedWriteIsCounted(t *testing.T) {
+	org := cachetest.NewOrigin()
+	x1 := org.PutGenerated("s3://rv/replaced-clear", "v1", testPage)
+	inWrite, release := make(chan struct{}), make(chan struct{})
+	var once, released sync.Once
+	unblock := func() { released.Do(func() { close(release) }) }
+	defer unblock() // a failure below must not leave the write blocked
+	var failClears atomic.Bool
+	zeros := make([]byte, 512)
+	faults := cache.Faults{
+		AfterData: func() { once.Do(func() { close(inWrite); <-release }) },
+		Pwrite: func(fd int, p []byte, off int64) (int, error) {
+			if failClears.Load() && bytes.Equal(p, zeros) {
+				return 0, syscall.EIO
+			}
+			return syscall.Pwrite(fd, p, off)
+		},
+	}
+	c := newDisk(t, org, t.TempDir(), 16, func(cfg *cache.Config) { *cfg = cache.WithFaults(*cfg, faults) })
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Get(context.Background(), x1, 0, testPage, make([]byte, testPage))
+		got <- err
+	}()
+	<-inWrite // x1's data is written, its header not yet
+	failClears.Store(true)
+	x2 := org.PutGenerated(x1.URI, "v2", testPage)
+	replaced := make(chan error, 1)
+	go func() {
+		// The origin serves v2: v1 is dropped, and the read waits for
+		// v1's write in progress.
+		_, err := c.Get(context.Background(), x2, 0, testPage, make([]byte, testPage))
+		replaced <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); org.Calls() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the read of v2 never asked the origin")
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // it confirms v2, drops v1 and waits for v1's write
+	unblock()
+	if err := <-replaced; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	st := c.Stats()
+	if st.WriteErrors == 0 || !st.Degraded {
+		t.Fatalf("the header clear of a replaced version's page failed: WriteErrors %d, Degraded %v; want at least 1, true", st.WriteErrors, st.Degraded)
 	}
 }
