@@ -17,9 +17,15 @@ var ErrInvalidConfig = errors.New("client: invalid config")
 
 // Defaults of Config.
 const (
-	DefaultDialTimeout       = 3 * time.Second
-	DefaultStatTimeout       = 10 * time.Second
-	DefaultIdleTimeout       = 30 * time.Second
+	DefaultDialTimeout = 3 * time.Second
+	DefaultStatTimeout = 10 * time.Second
+	// DefaultIdleTimeout outlasts a healthy node's silence: a node gives
+	// each node of a block's list (2 by default) its own peer idle
+	// timeout (30 s by default) before it reads the origin itself, and
+	// the client's timer starts first. At 30 s, the node's value, the
+	// client always gave up on a healthy node whose block's owner
+	// stalled.
+	DefaultIdleTimeout       = 75 * time.Second
 	DefaultConnsPerNode      = 1
 	DefaultFallbackChunkSize = 1 << 20
 
@@ -57,9 +63,11 @@ type Config struct {
 	// Default 10s.
 	StatTimeout time.Duration
 	// IdleTimeout abandons a ReadRange stream that delivers no message
-	// for this long (the rest then comes from the origin). Default 30s,
-	// the node's own peer idle timeout, because the node may be filling
-	// a cold page from a slow origin.
+	// for this long (the rest then comes from the origin). Default 75s:
+	// the node may be filling a cold page from a slow origin, or waiting
+	// out stalled owners of a block (up to its --peer-idle-timeout, 30s,
+	// for each node of the block's list) before it reads the origin
+	// itself; keep it above replication x the nodes' peer idle timeout.
 	IdleTimeout time.Duration
 	// ReadTimeout bounds a whole ReadRange, ReadSplit or ReaderAt.ReadAt
 	// call, fallback included. Default 0: no bound beyond the caller's
