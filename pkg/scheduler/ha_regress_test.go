@@ -6,6 +6,10 @@ package scheduler_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,6 +182,43 @@ func TestFollowerWithoutRingNamesLeader(t *testing.T) {
 		_, err = c.PlaceBatch(ctx, schedapi.PlaceBatchRequest{Job: "j", Tasks: []schedapi.BatchTask{{Task: "y", Split: split("s3://bkt/u")}}})
 		if !asStatus(err, &se) || se.Code != 503 || se.Body.Code != tc.code || se.Body.Leader != tc.leader {
 			t.Errorf("batch on the %s with no cache node: %v (%+v), want 503 %s naming leader %q", tc.name, err, se, tc.code, tc.leader)
+		}
+	}
+}
+
+// TestForwardedBodyTooLarge: a body over --max-body-bytes sent without a
+// Content-Length (chunked) to a follower that forwards to the leader is a
+// 413 too_large, as it is on the leader. Was: the follower's proxy failed
+// reading it and answered 503 unavailable with Retry-After, so a client
+// retried a request that can never succeed.
+func TestForwardedBodyTooLarge(t *testing.T) {
+	e := schedulertest.StartEtcd(t)
+	ss := haPair(t, e, threeNodes(t), func(i int, cfg *scheduler.Config) {
+		cfg.Etcd.Forward = true
+		cfg.MaxBodyBytes = 1 << 10
+	})
+	leader := waitLeader(t, ss[:], 10*time.Second)
+	body := `{"job":"j","task":"t","split":{"uri":"s3://bkt/` + strings.Repeat("x", 4000) + `","offset":0,"length":1}}`
+	for i, s := range ss {
+		// io.MultiReader hides the length: the client sends it chunked.
+		req, err := http.NewRequest("POST", "http://"+s.HTTPAddr()+"/v1/place", io.MultiReader(strings.NewReader(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var er schedapi.ErrorResponse
+		_ = json.Unmarshal(raw, &er)
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || er.Code != schedapi.CodeTooLarge {
+			t.Errorf("scheduler %d (leader %v): HTTP %d %s, want 413 too_large", i, i == leader, resp.StatusCode, raw)
+		}
+		if ra := resp.Header.Get("Retry-After"); ra != "" {
+			t.Errorf("scheduler %d: Retry-After %q on a request that cannot succeed", i, ra)
 		}
 	}
 }

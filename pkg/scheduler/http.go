@@ -313,6 +313,15 @@ func (s *Scheduler) forward(w http.ResponseWriter, r *http.Request) bool {
 		},
 		Transport: s.forwardTransport(),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			// A body over the limit (sent chunked: a Content-Length over
+			// it was refused before forwarding) fails the proxy's read of
+			// it: the client's fault, 413 as on the leader, not a 503
+			// with Retry-After that it would retry forever.
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				s.writeError(w, tooLarge(tooBig.Limit))
+				return
+			}
 			s.writeError(w, fmt.Errorf("%w: forwarding to the leader %s: %v", ErrUnavailable, l.HTTP, err))
 		},
 	}
