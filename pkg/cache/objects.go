@@ -31,6 +31,11 @@ type object struct {
 	// confirmed, the origin refused this one, Invalidate, collection). A
 	// page of a dead object is never inserted.
 	dead atomic.Bool
+	// swept is set with dead when collection (sweep) took the object
+	// out of the table for want of pages, not because its bytes went
+	// stale: a page of it fetched since was seen and not kept (a
+	// capacity miss next time), and a read using it looks it up again.
+	swept atomic.Bool
 }
 
 // maxVersions bounds the unconfirmed versions kept per URI.
@@ -226,11 +231,13 @@ func (t *objectTable) sweep() {
 		keep := l[:0:0]
 		for _, o := range l {
 			if o.pages.Load() == 0 {
+				o.swept.Store(true)
 				o.dead.Store(true)
 				if o.pages.Load() == 0 {
 					continue
 				}
 				o.dead.Store(false)
+				o.swept.Store(false)
 			}
 			keep = append(keep, o)
 		}

@@ -191,6 +191,17 @@ func (c *Cache) read(ctx context.Context, obj Object, off, length int64, s *sink
 	st.sized = first
 	st.fetched = st.fetched[:0]
 	for p := first; p <= last; {
+		if o.swept.Load() && len(st.fetched) == 0 {
+			// The object table collected o while this read used it (it
+			// had no page resident, say while this read fetched its
+			// first pages): no page of it is stored any more, so the
+			// rest of a long read would cache nothing. Go on with the
+			// object as the table has it now. (Not while st.fetched
+			// holds pages counted under o's keys.)
+			if o, stale = c.objects.lookup(obj); stale != nil {
+				c.dropObject(stale)
+			}
+		}
 		next, err := c.readWindow(ctx, st, o, obj, off, end, p, last, s, &res)
 		if err != nil {
 			return res, err
@@ -834,6 +845,9 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 		if !o.cacheable {
 			c.uncacheable.Add(1)
 		}
+		if o.swept.Load() {
+			c.hist.add(evictedFP(o, p)) // seen, not kept: its object was collected
+		}
 		completeFlight(sh, pk, fl, data, buf, nil)
 		return
 	}
@@ -871,6 +885,9 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 	if o.dead.Load() {
 		o.pages.Add(-1)
 		sh.pol.Remove(k)
+		if o.swept.Load() {
+			c.hist.add(evictedFP(o, p)) // seen, not kept: its object was collected
+		}
 		c.release(sh, slot)
 		completeFlight(sh, pk, fl, data, buf, nil)
 		return
@@ -917,9 +934,10 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 	if werr != nil || fl.revoked || o.dead.Load() {
 		o.pages.Add(-1)
 		sh.pol.Remove(k)
-		if !o.dead.Load() {
-			// Seen, not kept: the write failed, or an eviction took the
-			// page while it was written (fl.revoked).
+		if !o.dead.Load() || o.swept.Load() {
+			// Seen, not kept: the write failed, an eviction took the
+			// page while it was written (fl.revoked), or the object
+			// table collected its object.
 			c.hist.add(evictedFP(o, p))
 		}
 		if werr == nil && o.dead.Load() && durable {

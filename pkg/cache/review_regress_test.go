@@ -6,6 +6,7 @@ package cache_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -100,5 +101,58 @@ func TestFailedClearAfterReplacedWriteIsCounted(t *testing.T) {
 	st := c.Stats()
 	if st.WriteErrors == 0 || !st.Degraded {
 		t.Fatalf("the header clear of a replaced version's page failed: WriteErrors %d, Degraded %v; want at least 1, true", st.WriteErrors, st.Degraded)
+	}
+}
+
+// TestReadGoesOnCachingAfterItsObjectIsCollected: the object table
+// collects objects with no page resident when it grows (past 4,096
+// objects); an object a read is fetching has none yet. The read must go
+// on caching what it fetches, and what it fetched meanwhile must count as
+// seen (a capacity miss), not as never seen. Was: the read kept the
+// collected (dead) object, so not one page of the rest of the read was
+// cached however long it was, and a second read missed every page as
+// cold.
+func TestReadGoesOnCachingAfterItsObjectIsCollected(t *testing.T) {
+	org := cachetest.NewOrigin()
+	const pages = 8
+	x := org.PutGenerated("s3://rv/collected", "v1", pages*testPage)
+	started, release := make(chan struct{}), make(chan struct{})
+	var gated atomic.Bool
+	gate := cache.OriginFunc(func(ctx context.Context, o cache.Object, p []byte, off int64) (int, error) {
+		if o.URI == x.URI && gated.CompareAndSwap(false, true) {
+			close(started)
+			<-release
+		}
+		return org.ReadAt(ctx, o, p, off)
+	})
+	// One page per window: the read looks at its object again and again.
+	c := newRAM(t, gate, 64, func(cfg *cache.Config) { cfg.MaxFetchBytes = testPage; cfg.FetchParallelism = 1 })
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Get(context.Background(), x, 0, x.Size, make([]byte, x.Size))
+		done <- err
+	}()
+	<-started // x's first page is being fetched: x has no page resident
+	// Enough other objects, each soon evicted, for the table to collect.
+	for i, prev := 0, c.Stats().Objects; ; i++ {
+		if i > 100000 {
+			t.Fatal("the object table never collected")
+		}
+		y := org.PutGenerated(fmt.Sprintf("s3://rv/filler-%d", i), "v1", 1)
+		mustGet(t, c, y, 0, 1)
+		n := c.Stats().Objects
+		if n < prev {
+			break // collected
+		}
+		prev = n
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	_, res := mustGet(t, c, x, 0, x.Size)
+	if res.HitPages < pages-1 || res.Misses[cache.MissCold].Pages != 0 {
+		t.Fatalf("second read of %d pages: %d hits, misses %v; want at least %d hits (only the page in flight when x was collected missing) and no cold miss",
+			pages, res.HitPages, res.Misses, pages-1)
 	}
 }
