@@ -845,7 +845,7 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 		if !o.cacheable {
 			c.uncacheable.Add(1)
 		}
-		if o.swept.Load() {
+		if o.swept.Load() && o.cacheable && sh.pol != nil {
 			c.hist.add(evictedFP(o, p)) // seen, not kept: its object was collected
 		}
 		completeFlight(sh, pk, fl, data, buf, nil)

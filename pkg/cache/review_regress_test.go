@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -154,5 +155,50 @@ func TestReadGoesOnCachingAfterItsObjectIsCollected(t *testing.T) {
 	if res.HitPages < pages-1 || res.Misses[cache.MissCold].Pages != 0 {
 		t.Fatalf("second read of %d pages: %d hits, misses %v; want at least %d hits (only the page in flight when x was collected missing) and no cold miss",
 			pages, res.HitPages, res.Misses, pages-1)
+	}
+}
+
+// TestUncacheableMissesStayColdAfterCollection: an object whose pages are
+// never cached (its URI and version do not fit a page header) has no page
+// resident, so the object table collects it whenever it grows, also while
+// a read fetches it; its misses stay cold misses (never cached), not
+// capacity misses.
+func TestUncacheableMissesStayColdAfterCollection(t *testing.T) {
+	org := cachetest.NewOrigin()
+	long := org.PutGenerated("s3://rv/"+strings.Repeat("k", 600), "v1", testPage)
+	started, release := make(chan struct{}), make(chan struct{})
+	var gated atomic.Bool
+	gate := cache.OriginFunc(func(ctx context.Context, o cache.Object, p []byte, off int64) (int, error) {
+		if o.URI == long.URI && gated.CompareAndSwap(false, true) {
+			close(started)
+			<-release
+		}
+		return org.ReadAt(ctx, o, p, off)
+	})
+	c := newDisk(t, gate, t.TempDir(), 16)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Get(context.Background(), long, 0, testPage, make([]byte, testPage))
+		done <- err
+	}()
+	<-started
+	for i, prev := 0, c.Stats().Objects; ; i++ {
+		if i > 100000 {
+			t.Fatal("the object table never collected")
+		}
+		y := org.PutGenerated(fmt.Sprintf("s3://rv/filler-%d", i), "v1", 1)
+		mustGet(t, c, y, 0, 1)
+		n := c.Stats().Objects
+		if n < prev {
+			break // collected
+		}
+		prev = n
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, res := mustGet(t, c, long, 0, testPage); res.Misses[cache.MissCold].Pages != 1 {
+		t.Fatalf("read of an uncacheable object after a collection: misses %v, want one cold miss", res.Misses)
 	}
 }
