@@ -51,11 +51,13 @@ type Node struct {
 	stats   *origin.StatCache
 	cache   *cache.Cache
 	footers *parquetx.FooterCache
-	members Membership
-	gossip  *membership.Membership // nil when Config.Membership was given
-	peers   *peerPool
-	fills   fillLog // recent fills through earlier list nodes (fill.go)
-	tls     *tlsSetup
+	// notParquet: object versions whose magic said not Parquet (footer)
+	notParquet keySet
+	members    Membership
+	gossip     *membership.Membership // nil when Config.Membership was given
+	peers      *peerPool
+	fills      fillLog // recent fills through earlier list nodes (fill.go)
+	tls        *tlsSetup
 
 	grpcLis, httpLis   net.Listener
 	grpcAddr, httpAddr string // advertised

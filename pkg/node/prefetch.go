@@ -68,17 +68,55 @@ func (n *Node) footer(ctx context.Context, info origin.Info) (*parquetx.Footer, 
 	}
 	r := &readerAt{ctx: ctx, n: n, info: info}
 	if !parquetx.IsParquetName(info.URI) {
+		// A version's magic never changes: look once. Every Stat of a
+		// client with an Origin (one per read) otherwise read the first
+		// and last pages again, two cache hits no reader asked for.
+		if n.notParquet.has(k) {
+			return nil, fmt.Errorf("%w: %s", parquetx.ErrNotParquet, info.URI)
+		}
 		ok, err := parquetx.Sniff(r, info.Size)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
+			n.notParquet.add(k)
 			return nil, fmt.Errorf("%w: %s", parquetx.ErrNotParquet, info.URI)
 		}
 	}
 	return n.footers.LoadMissed(ctx, k, func(ctx context.Context) (*parquetx.Footer, error) {
 		return parquetx.ReadFooter(&readerAt{ctx: ctx, n: n, info: info}, info.Size)
 	})
+}
+
+// keySet remembers the object versions whose magic said they are not
+// Parquet, in two generations of at most keySetGen keys (the older dropped
+// when the newer fills up), so it stays small however many objects are
+// stat'ed. Safe for concurrent use.
+type keySet struct {
+	mu       sync.Mutex
+	cur, old map[parquetx.FooterKey]struct{}
+}
+
+const keySetGen = 4096
+
+func (s *keySet) has(k parquetx.FooterKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, inCur := s.cur[k]
+	_, inOld := s.old[k]
+	return inCur || inOld
+}
+
+func (s *keySet) add(k parquetx.FooterKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		s.cur = make(map[parquetx.FooterKey]struct{})
+	}
+	s.cur[k] = struct{}{}
+	if len(s.cur) >= keySetGen {
+		s.old, s.cur = s.cur, make(map[parquetx.FooterKey]struct{})
+	}
 }
 
 // readerAt is an io.ReaderAt over one version of an object, reading through

@@ -247,7 +247,7 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 				// Directory markers ("dir/" objects) are no objects to the
 				// cluster: read from the origin, uncached.
 				DirectoryMarkers: gateway.StoreBackend{Store: store},
-				Logger: log.With("component", "gateway"),
+				Logger:           log.With("component", "gateway"),
 			})
 		},
 	}
