@@ -26,7 +26,7 @@ func (c candidate) isLRU() bool { return c.kind == kindTinyLFU && c.window >= 1 
 // keeps a loop's first keys), LRU, ARC, then the 1% window with Caffeine's
 // own admission rule and 10% and 30% windows (a cache under minAllShadows
 // keys simulates only the first tinyCandidates). The measurements behind
-// the set are in doc.go.
+// the set are in EXPERIMENTS.md.
 var candidates = []candidate{
 	{kind: kindTinyLFU, window: 0.01, filter: true, margin: 1},
 	{kind: kindTinyLFU, window: 1.00, filter: true},
@@ -36,7 +36,7 @@ var candidates = []candidate{
 	{kind: kindTinyLFU, window: 0.30, filter: true},
 }
 
-// The tuner's settings. The measurements behind them are in doc.go.
+// The tuner's settings. The measurements behind them are in EXPERIMENTS.md.
 var (
 	maxShadow      = 2048 // keys per shadow; a larger cache samples its keys
 	minAllShadows  = 128  // a smaller cache simulates only the first tinyCandidates candidates
@@ -166,7 +166,7 @@ type tuner struct {
 	// are hundreds of thousands of accesses apart, the few events in one
 	// period (a scan, a burst) move its small sample's ranking, and a
 	// switch between W-TinyLFU windows costs the live cache several times
-	// its price (the seventh round in doc.go). A switch to LRU is the
+	// its price (the seventh round in EXPERIMENTS.md). A switch to LRU is the
 	// exception, taken at once (the tenth round).
 	confirm bool
 	pending int // the candidate the last decision chose but did not take; -1 if none
@@ -340,7 +340,7 @@ func (t *tuner) access(key uint64) bool {
 // trace where it led held the live cache on ARC for 20,000 accesses after
 // the 10% and 30% windows led it by 2 points). Dropping them all made the
 // tuner flip between candidates on short phases (small-db 25%). The
-// thirteenth round in doc.go has the measurements. A sampling tuner keeps
+// thirteenth round in EXPERIMENTS.md has the measurements. A sampling tuner keeps
 // its tallies whole: its decisions are far apart and its sample small.
 // The switches a decision defers (stalled) or a fill decision takes keep
 // them whole too: the first continues a decision, and the second comes
@@ -366,7 +366,7 @@ func (t *tuner) follow(i int, key uint64) {
 // say): each shadow has loaded the same new keys, the ones that keep them
 // lead from the next pass on, and a decision a long period away (2 x the
 // shadows' size in sampled accesses) would come passes later (the twelfth
-// round in doc.go). The restart decides runDecisions times, every
+// round in EXPERIMENTS.md). The restart decides runDecisions times, every
 // size/runDecisions sampled accesses, before the schedule doubles from
 // size/firstPeriodDiv again (the fourteenth round): at small-concat 25%
 // the loop's second pass gives LRU a real lead within a tenth of the
@@ -489,7 +489,7 @@ func (t *tuner) earlyChoice() int {
 // switch and the largest lead's shadow does not beat it for real (the same
 // paired test, between the two), the cheapest such shadow is taken: their
 // leads are tied, and the dearer switch would cost more for nothing (the
-// eighth round in doc.go). A chosen shadow whose lead has stalled (stalled)
+// eighth round in EXPERIMENTS.md). A chosen shadow whose lead has stalled (stalled)
 // is not taken at the decision but deferred: access follows it at its next
 // win, if one comes before the next decision.
 func (t *tuner) choose(span float64) int {
@@ -552,7 +552,7 @@ func (t *tuner) pick(span, stallSpan, maxCost float64, cheaperTies bool) int {
 // dearer: at cpp 25% the leads appear within 150 accesses of the fill, 8
 // accesses to none, and the scheduled decision that takes them comes 275
 // accesses later, when the keys to load have grown up to threefold (the
-// eleventh round in doc.go). It considers only switches that cost at most
+// eleventh round in EXPERIMENTS.md). It considers only switches that cost at most
 // fillCost of the capacity, projects a lead over the full period's
 // horizon, and gives equal leads to the cheaper switch. A lead a scheduled
 // decision deferred (stalled) stays deferred unless this decision switches
@@ -589,7 +589,7 @@ func (t *tuner) fillDecision(key uint64) bool {
 // (400 keys, a size the acceptance grid does not hold) all the candidates
 // reach 17 to 19% alone, and the tuner switched fourteen times, each
 // switch losing, and reached 14.76% (18.29% with the penalty; the
-// fifteenth round in doc.go).
+// fifteenth round in EXPERIMENTS.md).
 func (t *tuner) noteSwitch() {
 	if t.evalOn && t.evalLive <= t.evalPrev {
 		t.penalty = min(maxPenalty, t.penalty*2)
@@ -624,7 +624,7 @@ func (t *tuner) noteLive(hit bool) {
 // is often one the current shadow is about to make up: on a zigzag's first
 // reversal LRU hits the pass's last keys at once while the sticky window
 // hits the keys it kept from the pass's start only at the reversal's end
-// (the ninth round in doc.go).
+// (the ninth round in EXPERIMENTS.md).
 func (t *tuner) stalled(i int, span float64) bool {
 	if !t.full {
 		return false
@@ -640,7 +640,7 @@ func (t *tuner) stalled(i int, span float64) bool {
 // current one. A switch to LRU is not confirmed: after a change of workload
 // the W-TinyLFU candidates hold the dead workload's keys until their sketch
 // ages, LRU leads, and each period of waiting costs the live cache that
-// lead (the measurements are in doc.go, tenth round).
+// lead (the measurements are in EXPERIMENTS.md, tenth round).
 func (t *tuner) confirmed(best int) int {
 	if !t.confirm || best == t.cur || t.cands[best].isLRU() {
 		t.pending = -1
@@ -661,7 +661,7 @@ func (t *tuner) confirmed(best int) int {
 // new type's history), less for a switch to LRU in a confirming tuner
 // (after a change of workload the keys LRU holds and the followed shadow
 // does not are the new workload's, which the live cache loads at once;
-// the tenth round in doc.go), and more between twins in a full-sampling
+// the tenth round in EXPERIMENTS.md), and more between twins in a full-sampling
 // tuner (twinCost); all times the penalty of a full-sampling tuner whose
 // switches have been losing (noteSwitch).
 func (t *tuner) switchCost(best int) float64 {
@@ -680,7 +680,7 @@ func (t *tuner) switchCost(best int) float64 {
 		// so the switch is priced low, but their leads turn with the
 		// workload's phases more than any other pair's, and a switch
 		// taken on one phase's lead lost hits in the next at multi2 25%
-		// and multi1 10% (the thirteenth round in doc.go).
+		// and multi1 10% (the thirteenth round in EXPERIMENTS.md).
 		c *= twinCost
 	}
 	return c * t.penalty // 1 unless switches have been losing (noteSwitch)

@@ -20,7 +20,7 @@ import (
 // policy's switches over time, the hit ratio of the live cache and of each
 // shadow on the sampled accesses per tenth of the trace and, with -diagv,
 // every decision's lead, significance, projection and cost per candidate
-// (the fourth round's diagnosis in doc.go came from it):
+// (the fourth round's diagnosis in EXPERIMENTS.md came from it):
 //
 //	go test ./pkg/cache/policy -run TestDiag -count=1 -v \
 //	    -args -diag cache2k-web07@25,lirs-cpp@25 [-diagv] [-diagseed 2]

@@ -555,7 +555,7 @@ func TestTunerRestartsScheduleOnANewRun(t *testing.T) {
 // within the first three quarters of that pass (536 of its 1024 accesses),
 // where with the schedule's first decision after the restart a quarter of
 // the size on, and the next half the size later, it did not switch in the
-// pass at all: the fourteenth round in doc.go.
+// pass at all: the fourteenth round in EXPERIMENTS.md.
 func TestTunerDecidesQuicklyAfterANewRun(t *testing.T) {
 	tu := newTuner(4000, 1)
 	if tu.full || tu.confirm {
@@ -739,7 +739,7 @@ func TestLRUSwitchCostsHalfWhenConfirming(t *testing.T) {
 // tuner's scheduled decision that switches keeps half the tallies
 // (switchKeep) after the usual scoreDecay, one that does not switch decays
 // them by scoreDecay alone, and a sampling tuner's switch keeps them whole
-// (the thirteenth round in doc.go).
+// (the thirteenth round in EXPERIMENTS.md).
 func TestTunerKeepsHalfItsTalliesAtASwitch(t *testing.T) {
 	defer func() { decisionHook = nil }()
 	for _, tc := range []struct {

@@ -48,7 +48,7 @@ const (
 // there: the worst gap over policy seeds 1 to 5 against the best of LRU,
 // ARC and otter's best of 5 runs (TestSeedSweep), less 0.25 points. Each
 // entry is a known deficit, reported in testdata/results.md and explained
-// in pkg/cache/policy/doc.go, not a pass: shrink the list when the policy
+// in pkg/cache/policy/EXPERIMENTS.md, not a pass: shrink the list when the policy
 // improves; never widen a bound to make a regression pass.
 var knownShortfalls = map[string]float64{
 	// ARC wins; the cache samples its keys. For seed 1 the early shadows
