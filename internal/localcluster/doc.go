@@ -23,13 +23,16 @@
 // # The workload
 //
 // A pass (Workload.RunPass) is one job: every split of the Plan (one per
-// row group, parquetx.Plan) is a task. Tasks are placed with PlaceBatch
-// and a short locality wait (500 ms); each placed task reads its split
-// through the node it was placed on (client.ReadSplit), decodes the row
-// group with arrow-go from exactly those bytes (the footer comes parsed
-// from the plan), and completes with the bytes by source from its read
-// summary. Tasks a batch deferred because every slot was taken are
-// resubmitted as running tasks complete. The first pass over a cold
+// row group, parquetx.Plan) is a task. Each task asks for its placement
+// with one Place and a short locality wait (Workload.Wait, 500 ms), the
+// scheduler queueing what the slots cannot take, as an engine's executors
+// do; with Workload.Batch (locusctl up --batch) a pass is placed with
+// PlaceBatch instead, and the tasks a batch deferred because every slot
+// was taken are resubmitted as running tasks complete. Each placed task
+// reads its split through the node it was placed on (client.ReadSplit),
+// decodes the row group with arrow-go from exactly those bytes (the
+// footer comes parsed from the plan), and completes with the bytes by
+// source from its read summary. The first pass over a cold
 // cluster misses (a page shared by two adjacent row groups may hit);
 // later passes hit: locally when the task runs on a node of its split's
 // list that read the split before, from a peer otherwise (a list node
