@@ -87,8 +87,10 @@ Other flags:
                      are protected by a proxy; the scheduler's are open)
   --timeout D        bound on the whole command (default 10m)
 
-Example: locusctl plan s3://lake/events/ --scheduler http://127.0.0.1:8080 \
-           --origin-s3-endpoint http://127.0.0.1:7070 --origin-s3-path-style
+Example (the listing and footers through a cache node's S3 gateway, its
+--http-addr; an S3-compatible store's own endpoint works as well):
+  locusctl plan s3://lake/events/ --scheduler http://127.0.0.1:8080 \
+      --origin-s3-endpoint http://127.0.0.1:7080 --origin-s3-path-style
 `
 
 // planOptions are the parsed flags of locusctl plan.
