@@ -42,8 +42,8 @@ after twice that (OTHER_LOCAL). A placed task holds one of its node's slots
 until it completes, or until the node dies (the task is reported lost).
 
 HTTP (--http-addr): POST /v1/place, /v1/place/batch, /v1/complete,
-/v1/complete/batch; GET /v1/jobs/{job}, /v1/counters, /v1/ring, /v1/lost,
-/metrics, /healthz, /readyz, and a status page at /. gRPC (--grpc-addr):
+/v1/complete/batch; GET /v1/jobs/{job}, /v1/jobs, /v1/counters, /v1/ring,
+/v1/lost, /metrics, /healthz, /readyz, and a status page at /. gRPC (--grpc-addr):
 locus.scheduler.v1.SchedulerService, health, reflection.
 
 Standalone by default (state in memory). With --etcd-endpoints, schedulers
