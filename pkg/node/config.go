@@ -58,7 +58,8 @@ var (
 	ErrStopped = errors.New("node: stopped")
 	// ErrPeer: a peer answered a read in a way that breaks the protocol
 	// (chunks out of order, a missing or inconsistent summary). The read
-	// continues from the origin; the error is only logged and counted.
+	// continues from the next node of the block's preference list, or from
+	// the origin when none is left; the error is only logged and counted.
 	ErrPeer = errors.New("node: peer protocol error")
 	// ErrPeerVersion (wrapping ErrPeer): a peer's summary named another
 	// version of the object than the one asked for (a peer that ignored
@@ -189,8 +190,9 @@ type Config struct {
 	// 30s).
 	DrainTimeout time.Duration
 	// PeerIdleTimeout fails a peer read (which then continues from the
-	// origin) when no message arrives for this long (default 30s, the
-	// origin's own timeout, since the owner may be filling from it).
+	// next node of the block's preference list, or from the origin when
+	// none is left) when no message arrives for this long (default 30s,
+	// the origin's own timeout, since the owner may be filling from it).
 	PeerIdleTimeout time.Duration
 	// PeerBackoff is how long a peer that failed with an availability
 	// error is skipped (default 3s), so a dead or hung owner costs one

@@ -122,7 +122,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.statTTL, "stat-ttl", node.DefaultStatTTL, "how long an object's size and version are trusted before asking the origin again: after a rewrite in the origin, reads whose pages are all cached may serve the previous version (whole, never mixed) for up to this long; lower it for fresher reads at the cost of more HEAD requests to the origin")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", node.DefaultDrainTimeout, "on SIGTERM, how long to wait for in-flight reads before leaving; the whole shutdown takes at most this plus 15s (set Kubernetes' terminationGracePeriodSeconds above that)")
 	fs.DurationVar(&o.joinTimeout, "join-timeout", node.DefaultJoinTimeout, "how long to keep retrying --join while no member answers")
-	fs.DurationVar(&o.peerIdleTimeout, "peer-idle-timeout", node.DefaultPeerIdleTimeout, "a peer read silent this long continues from the origin")
+	fs.DurationVar(&o.peerIdleTimeout, "peer-idle-timeout", node.DefaultPeerIdleTimeout, "a peer read silent this long continues from the next node of the block's preference list, or from the origin when none is left")
 	fs.StringVar(&o.gatewayRegion, "gateway-region", "", "region the S3 gateway reports for GetBucketLocation")
 	fs.BoolVar(&o.gatewayLenientRange, "gateway-lenient-range", false, "serve the whole object for a malformed Range header, as AWS does (default: 400)")
 	fs.Var(flagenv.List(&o.gatewayBuckets), "gateway-bucket", "comma-separated name=uri-prefix mappings for the S3 gateway, e.g. lake=s3://prod/tables/,local=file:///data/; empty: every bucket is itself")
