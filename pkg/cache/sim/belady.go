@@ -1,7 +1,5 @@
 package sim
 
-import "container/heap"
-
 // never is the next-use position of a key that is not accessed again.
 const never = int32(1<<31 - 1)
 
@@ -50,7 +48,10 @@ func oracleOfIDs(ids []int32, n int) *Oracle {
 }
 
 // Hits returns the number of hits of the optimal policy with the given
-// capacity (in keys), in O(n log n).
+// capacity (in keys), in O(n log capacity). Its heap holds at most about
+// twice the resident keys: a hit leaves the key's old entry behind
+// (stale), and the heap drops its stale entries when they outnumber the
+// live ones.
 func (o *Oracle) Hits(capacity int) int64 {
 	if capacity < 1 {
 		return 0
@@ -64,6 +65,12 @@ func (o *Oracle) Hits(capacity int) int64 {
 	var h farthest
 	resident := 0
 	var hits int64
+	push := func(e entry) {
+		h.push(e)
+		if len(h) > 2*resident+16 {
+			h.compact(due)
+		}
+	}
 	for t, id := range o.ids {
 		nx := o.next[t]
 		if due[id] == int32(t) {
@@ -74,7 +81,7 @@ func (o *Oracle) Hits(capacity int) int64 {
 				continue
 			}
 			due[id] = nx
-			heap.Push(&h, entry{pos: nx, id: id})
+			push(entry{pos: nx, id: id})
 			continue
 		}
 		if nx == never {
@@ -82,33 +89,80 @@ func (o *Oracle) Hits(capacity int) int64 {
 		}
 		if resident == capacity {
 			for due[h[0].id] != h[0].pos {
-				heap.Pop(&h) // stale
+				h.pop() // stale
 			}
 			if h[0].pos < nx {
 				continue // bypass: every resident key is needed sooner
 			}
-			due[heap.Pop(&h).(entry).id] = -1
+			due[h.pop().id] = -1
 			resident--
 		}
 		due[id] = nx
-		heap.Push(&h, entry{pos: nx, id: id})
 		resident++
+		push(entry{pos: nx, id: id})
 	}
 	return hits
 }
 
 type entry struct{ pos, id int32 }
 
-// farthest is a max-heap of resident keys by next-use position.
+// farthest is a max-heap of resident keys by next-use position (typed,
+// so that a push or pop allocates nothing).
 type farthest []entry
 
-func (h farthest) Len() int           { return len(h) }
-func (h farthest) Less(i, j int) bool { return h[i].pos > h[j].pos }
-func (h farthest) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *farthest) Push(x any)        { *h = append(*h, x.(entry)) }
-func (h *farthest) Pop() any {
+func (h *farthest) push(e entry) {
+	*h = append(*h, e)
+	h.up(len(*h) - 1)
+}
+
+func (h *farthest) pop() entry {
 	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
+	e, n := old[0], len(old)-1
+	old[0] = old[n]
+	*h = old[:n]
+	h.down(0)
 	return e
+}
+
+func (h farthest) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if h[j].pos <= h[i].pos {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+func (h farthest) down(i int) {
+	for {
+		j := 2*i + 1
+		if j >= len(h) {
+			return
+		}
+		if r := j + 1; r < len(h) && h[r].pos > h[j].pos {
+			j = r
+		}
+		if h[j].pos <= h[i].pos {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+// compact drops the stale entries (those whose key is no longer due at
+// their position) and restores the heap order.
+func (h *farthest) compact(due []int32) {
+	live := (*h)[:0]
+	for _, e := range *h {
+		if due[e.id] == e.pos {
+			live = append(live, e)
+		}
+	}
+	*h = live
+	for i := len(live)/2 - 1; i >= 0; i-- {
+		live.down(i)
+	}
 }
