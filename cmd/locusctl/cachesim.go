@@ -27,6 +27,9 @@ type cacheSimReport struct {
 	Results  []sim.Result `json:"results"`
 }
 
+// maxCapacityFrac bounds --capacity-frac.
+const maxCapacityFrac = 1e6
+
 // stdin is what --trace - reads (a test sets it).
 var stdin io.Reader = os.Stdin
 
@@ -82,8 +85,11 @@ func runCacheSim(args []string, stdout, stderr io.Writer) error {
 	if *fracs != "" {
 		for _, s := range strings.Split(*fracs, ",") {
 			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-			if err != nil || !(v > 0) || v > 1e6 {
+			if err != nil || !(v > 0) {
 				return usageErrorf("--capacity-frac %q: want a positive fraction of the distinct keys, e.g. 0.1", s)
+			}
+			if v > maxCapacityFrac {
+				return usageErrorf("--capacity-frac %q: want at most %g (times the distinct keys)", s, maxCapacityFrac)
 			}
 			opts.Fractions = append(opts.Fractions, v)
 		}

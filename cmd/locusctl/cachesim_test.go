@@ -102,6 +102,9 @@ func TestCacheSimErrors(t *testing.T) {
 		{"huge capacity", []string{"--trace", good, "--capacity", "5000000000"}, true, "whole number of keys"},
 		{"negative fraction", []string{"--trace", good, "--capacity-frac", "0.1,-1"}, true, "positive fraction"},
 		{"nan fraction", []string{"--trace", good, "--capacity-frac", "NaN"}, true, "positive fraction"},
+		// A fraction past the cap is positive: the message names the cap
+		// (it said "want a positive fraction" for 2e6).
+		{"huge fraction", []string{"--trace", good, "--capacity-frac", "2e6"}, true, "at most 1e+06"},
 		{"bad format", []string{"--trace", good, "--format", "csv", "--capacity", "1"}, true, "want keys, lirs or arc"},
 		{"bad policy", []string{"--trace", good, "--capacity", "1", "--policy", "lru,fifo"}, true, `"fifo"`},
 		{"unknown flag", []string{"--trace", good, "--capacity", "1", "--fast"}, true, "fast"},
