@@ -21,8 +21,13 @@ type object struct {
 	cacheable bool         // false: key too long for a page header, or too many pages
 	writing   atomic.Int32 // storePage writes of o's pages in progress (see dropObject)
 	// replaced is set when the URI had another version when this one was
-	// interned: its cold misses are classified as invalidated.
+	// interned, one that had a page cached: its cold misses are
+	// classified as invalidated.
 	replaced bool
+	// stored is set once a page of the object is cached (stored, or
+	// re-indexed): only such a version, replaced, makes the next one's
+	// misses invalidated ones.
+	stored atomic.Bool
 
 	// pages counts resident pages (and pages being written). An object
 	// whose count is 0 may be collected; see objectTable.sweep.
@@ -137,7 +142,8 @@ func (t *objectTable) lookup(obj Object) (o, stale *object) {
 		t.count--
 	}
 	o = t.newObject(obj)
-	o.replaced = len(l) > 0 || stale != nil
+	o.replaced = (stale != nil && stale.stored.Load()) ||
+		slices.ContainsFunc(l, func(v *object) bool { return v.stored.Load() })
 	t.set(obj.URI, append(slices.Clip(l), o))
 	t.count++
 	return o, stale

@@ -966,6 +966,7 @@ func (c *Cache) storePage(o *object, p int64, data []byte, fl *flight, buf *fetc
 	}
 	m.obj, m.page, m.length, m.crc, m.hits = o, uint32(p), uint32(len(data)), h.crc, 0
 	sh.index[pk] = slot
+	o.stored.Store(true)
 	sh.st.resident++
 	sh.st.usedBytes += int64(len(data))
 	completeFlight(sh, pk, fl, data, buf, nil)

@@ -154,6 +154,7 @@ func (c *Cache) insertReindexed(sh *shard, recs []headerRec, objs []*object, own
 			continue
 		}
 		o.pages.Add(1)
+		o.stored.Store(true)
 		m.obj, m.page, m.length, m.crc = o, r.page, r.length, r.crc
 		sh.index[pk] = r.slot
 		sh.st.resident++

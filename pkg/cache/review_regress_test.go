@@ -202,3 +202,41 @@ func TestUncacheableMissesStayColdAfterCollection(t *testing.T) {
 		t.Fatalf("read of an uncacheable object after a collection: misses %v, want one cold miss", res.Misses)
 	}
 }
+
+// TestNeverCachedVersionChangeMissesStayCold: a new version of an object
+// whose pages were never cached, an object whose URI does not fit a page
+// header or any object of a cache with no slot (every slab failed to
+// preallocate), misses as cold: MissInvalidated says another version was
+// cached, and none ever was. Was: any other version in the object table
+// made every miss of the new one an invalidated miss.
+func TestNeverCachedVersionChangeMissesStayCold(t *testing.T) {
+	for _, mode := range []string{"uncacheable", "pass-through"} {
+		t.Run(mode, func(t *testing.T) {
+			org := cachetest.NewOrigin()
+			uri := "s3://rv/never-cached"
+			var c *cache.Cache
+			if mode == "uncacheable" {
+				uri += "/" + strings.Repeat("k", 600)
+				c = newDisk(t, org, t.TempDir(), 16)
+			} else {
+				c = newDisk(t, org, t.TempDir(), 16, func(cfg *cache.Config) {
+					*cfg = cache.WithFaults(*cfg, cache.Faults{Fallocate: func(int, int64, int64) error { return syscall.ENOSPC }})
+				})
+				if st := c.Stats(); st.Mode != "pass-through" {
+					t.Fatalf("mode %q, want pass-through", st.Mode)
+				}
+			}
+			v1 := org.PutGenerated(uri, "v1", 2*testPage)
+			mustGet(t, c, v1, 0, v1.Size)
+			v2 := org.PutGenerated(uri, "v2", 2*testPage)
+			got, res := mustGet(t, c, v2, 0, v2.Size)
+			checkBytes(t, v2, 0, got)
+			if res.Misses[cache.MissCold].Pages != 2 {
+				t.Fatalf("read of v2: misses %v, want 2 cold misses", res.Misses)
+			}
+			if st := c.Stats(); st.Misses[cache.MissInvalidated].Pages != 0 {
+				t.Fatalf("Stats: %d invalidated misses, want 0 (nothing was ever cached)", st.Misses[cache.MissInvalidated].Pages)
+			}
+		})
+	}
+}
