@@ -588,7 +588,9 @@ func (c *Cache) plan(o *object, p int64, corrupt bool, bytes int64, s *sink) pag
 			ref := pageRef{kind: refHit, page: p, slot: slot, warm: s.warm}
 			if c.ram != nil && !s.verify && !s.warm { // a Prefetch needs no bytes: the RAM tier is not asked
 				if ref.ram = c.ram.pin(m); ref.ram == 0 {
-					m.hits = min(m.hits+1, 255)
+					if m.hits < 255 { // saturating (m.hits+1 would wrap to 0)
+						m.hits++
+					}
 					ref.promote = m.hits >= 2
 				}
 			}

@@ -240,3 +240,28 @@ func TestNeverCachedVersionChangeMissesStayCold(t *testing.T) {
 		})
 	}
 }
+
+// TestRAMTierPromotesAfterManyReads: a disk page read twice since it was
+// written is copied to the RAM tier, however often it was read before.
+// Two pages read in turn through a one-page RAM tier push each other's
+// copy out, so every read is a disk read, and each from a page's third on
+// (its first fetched it, its second is its first read since) promotes
+// it. Was: the per-slot read count, meant to saturate at
+// 255, wrapped to 0, so every 256th read of a page and the next did not
+// promote it.
+func TestRAMTierPromotesAfterManyReads(t *testing.T) {
+	org := cachetest.NewOrigin()
+	obj := org.PutGenerated("s3://rv/ram-wrap", "v1", 2*testPage)
+	c := newDisk(t, org, t.TempDir(), 16, func(cfg *cache.Config) { cfg.MemoryBytes = testPage })
+	const rounds = 600
+	for i := 0; i < rounds; i++ {
+		for p := int64(0); p < 2; p++ {
+			got, _ := mustGet(t, c, obj, p*testPage, testPage)
+			checkBytes(t, obj, p*testPage, got)
+		}
+	}
+	st := c.Stats()
+	if want := int64(2*rounds - 4); st.Promotions != want || st.RAMHits != 0 {
+		t.Fatalf("%d alternating reads: %d promotions, %d RAM hits; want %d, 0", 2*rounds, st.Promotions, st.RAMHits, want)
+	}
+}
