@@ -70,3 +70,32 @@ func TestSizingHugeCurrent(t *testing.T) {
 		}
 	}
 }
+
+// The key whose hash is MaxUint64 (sampled at rate 1 since
+// TestShardsKeyNeverSampled's fix) keeps its place in the tree across a
+// compaction, and its distances stay exact. Was: compact marked the times
+// it renumbers with hash+1, 0 meaning free, so that key's time read as
+// free: it left the tree with its old time still in last, and the next
+// reuse counted the wrong keys and decremented another key's count.
+func TestCompactionKeepsTheTopHashKey(t *testing.T) {
+	const seed = 7
+	top := unsplitmix(math.MaxUint64) ^ seed
+	e, _ := New(Config{SampleBudget: 4, Seed: seed})
+	keys := []uint64{top, 1, 2}
+	var trace []uint64
+	for i := 0; i < 60; i++ {
+		k := keys[i%len(keys)]
+		trace = append(trace, k)
+		e.Access(k)
+		if got, want := int(e.tree.prefix(e.tree.len())), len(e.last); got != want {
+			t.Fatalf("access %d: tree counts %d keys, %d tracked (clock %d)", i, got, want, e.clock)
+		}
+	}
+	sizes := []int{1, 2, 3, 4}
+	exact := Exact(trace, sizes)
+	for i, s := range sizes {
+		if got := e.HitRatio(s); math.Abs(got-exact[i]) > 1e-9 {
+			t.Errorf("HitRatio(%d) = %v, exact %v", s, got, exact[i])
+		}
+	}
+}

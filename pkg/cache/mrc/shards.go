@@ -86,7 +86,8 @@ type Estimator struct {
 	sampled  float64       // sampled accesses at the current rate (hist plus cold misses)
 	accesses atomic.Uint64 // every access, sampled or not (Skip counts without the caller's lock)
 
-	scratch []uint64 // compact's buffer
+	scratch []uint64 // compact's buffer: the hash at each time
+	used    []bool   // compact's buffer: whether a key is at each time
 }
 
 // New returns an Estimator. It returns an error wrapping ErrConfig for an
@@ -103,6 +104,7 @@ func New(cfg Config) (*Estimator, error) {
 		tree:   newFenwick(2*cfg.SampleBudget + 2),
 	}
 	e.scratch = make([]uint64, e.tree.len())
+	e.used = make([]bool, e.tree.len())
 	if cfg.InitialRate >= 1 {
 		e.threshold.Store(math.MaxUint64)
 	} else {
@@ -202,16 +204,18 @@ func (e *Estimator) shrink() {
 // compact renumbers the last-access times 0..n-1 in order when the clock
 // reaches the end of the tree.
 func (e *Estimator) compact() {
-	byTime := e.scratch // hash+1 at each time; 0 free
-	clear(byTime)
+	// Occupancy apart from the hash: every hash is a key's, MaxUint64 too
+	// (at rate 1), so no hash value can mark a free time.
+	byTime, used := e.scratch, e.used
+	clear(used)
 	for h, t := range e.last {
-		byTime[t] = h + 1
+		byTime[t], used[t] = h, true
 	}
 	e.tree.reset()
 	e.clock = 0
-	for _, v := range byTime {
-		if v != 0 {
-			e.last[v-1] = e.clock
+	for t, h := range byTime {
+		if used[t] {
+			e.last[h] = e.clock
 			e.tree.add(e.clock, 1)
 			e.clock++
 		}
