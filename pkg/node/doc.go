@@ -209,8 +209,9 @@
 // Parquet: Stat recognises Parquet objects (by extension or magic), reads
 // their footers through the cluster cache and keeps them parsed in a
 // parquetx.FooterCache keyed by (URI, version), and remembers the versions
-// whose magic said they are not Parquet (the magic is read once per
-// version); it returns row groups and column chunks. Prefetch loads byte
+// whose magic said they are not Parquet or whose footer is not usable
+// (corrupt, encrypted: the magic or footer is read once per version); it
+// returns row groups and column chunks. Prefetch loads byte
 // ranges or the column chunks of row groups into the caches of the blocks'
 // lists: a node in the list into its
 // own cache (a replica through the owner, see "Filling a replica"), a node

@@ -51,7 +51,8 @@ type Node struct {
 	stats   *origin.StatCache
 	cache   *cache.Cache
 	footers *parquetx.FooterCache
-	// notParquet: object versions whose magic said not Parquet (footer)
+	// notParquet: object versions whose magic said not Parquet, or whose
+	// footer is not usable (footer)
 	notParquet keySet
 	members    Membership
 	gossip     *membership.Membership // nil when Config.Membership was given

@@ -30,7 +30,8 @@ var ErrOwnerUnavailable = errors.New("node: no owner of the block is reachable")
 // in .parquet or .parq, or when it starts and ends with the Parquet magic;
 // its footer is read through the cluster cache and kept in the node's
 // footer cache under (URI, version). A footer that does not parse makes the
-// object non-Parquet (logged), not an error. An object that changes while
+// object non-Parquet (logged, and remembered for the version), not an
+// error. An object that changes while
 // its footer is read (the stat entry was stale) is stat'ed again and read
 // once more, as Read starts over.
 func (n *Node) StatParquet(ctx context.Context, uri string) (origin.Info, *parquetx.Footer, error) {
@@ -47,8 +48,7 @@ func (n *Node) StatParquet(ctx context.Context, uri string) (origin.Info, *parqu
 		f, err = n.footer(ctx, info)
 	}
 	if err != nil {
-		if errors.Is(err, parquetx.ErrNotParquet) || errors.Is(err, parquetx.ErrCorrupt) ||
-			errors.Is(err, parquetx.ErrEncrypted) || errors.Is(err, parquetx.ErrUnsupported) {
+		if unusableFooter(err) {
 			if !errors.Is(err, parquetx.ErrNotParquet) {
 				n.log.Info("parquet footer unusable", "uri", uri, "version", info.Version, "err", err)
 			}
@@ -63,17 +63,20 @@ func (n *Node) StatParquet(ctx context.Context, uri string) (origin.Info, *parqu
 // wrapping parquetx.ErrNotParquet for an object that is not Parquet.
 func (n *Node) footer(ctx context.Context, info origin.Info) (*parquetx.Footer, error) {
 	k := parquetx.FooterKey{URI: info.URI, Version: info.Version}
+	// A version's bytes never change: whether it is usable Parquet is
+	// looked at once. Every Stat of a client with an Origin (one per
+	// read) otherwise read the first and last pages again (the magic of
+	// a name that does not say Parquet, the footer of one that does but
+	// is not usable), cache hits no reader asked for, and counted a
+	// footer cache miss.
+	if n.notParquet.has(k) {
+		return nil, fmt.Errorf("%w: %s", parquetx.ErrNotParquet, info.URI)
+	}
 	if f, ok := n.footers.Get(k); ok {
 		return f, nil
 	}
 	r := &readerAt{ctx: ctx, n: n, info: info}
 	if !parquetx.IsParquetName(info.URI) {
-		// A version's magic never changes: look once. Every Stat of a
-		// client with an Origin (one per read) otherwise read the first
-		// and last pages again, two cache hits no reader asked for.
-		if n.notParquet.has(k) {
-			return nil, fmt.Errorf("%w: %s", parquetx.ErrNotParquet, info.URI)
-		}
 		ok, err := parquetx.Sniff(r, info.Size)
 		if err != nil {
 			return nil, err
@@ -83,9 +86,21 @@ func (n *Node) footer(ctx context.Context, info origin.Info) (*parquetx.Footer, 
 			return nil, fmt.Errorf("%w: %s", parquetx.ErrNotParquet, info.URI)
 		}
 	}
-	return n.footers.LoadMissed(ctx, k, func(ctx context.Context) (*parquetx.Footer, error) {
+	f, err := n.footers.LoadMissed(ctx, k, func(ctx context.Context) (*parquetx.Footer, error) {
 		return parquetx.ReadFooter(&readerAt{ctx: ctx, n: n, info: info}, info.Size)
 	})
+	if unusableFooter(err) {
+		n.notParquet.add(k)
+	}
+	return f, err
+}
+
+// unusableFooter reports whether err says the bytes of the object are no
+// Parquet footer the node can use (rather than that they could not be
+// read): the answer for every later Stat of the same version.
+func unusableFooter(err error) bool {
+	return errors.Is(err, parquetx.ErrNotParquet) || errors.Is(err, parquetx.ErrCorrupt) ||
+		errors.Is(err, parquetx.ErrEncrypted) || errors.Is(err, parquetx.ErrUnsupported)
 }
 
 // keySet remembers the object versions whose magic said they are not
