@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/bits"
 	"sync"
@@ -285,9 +286,15 @@ type aliasChunk struct {
 // connection closes, so the wait normally ends at once.
 const aliasGrace = 5 * time.Second
 
+// errChunkKept: gRPC did not release an aliased chunk within aliasGrace
+// of the stream's end.
+var errChunkKept = errors.New("node: chunk not released by gRPC")
+
 // wait waits until gRPC has released the chunk's data. Returning early
 // would let the cache reuse the page gRPC still reads, so a finished stream
-// still waits for the release, up to aliasGrace.
+// still waits for the release, up to aliasGrace. When the stream ended
+// (the client went away) it returns ctx's error, wrapped in errChunkKept
+// as well if gRPC kept the chunk past the grace.
 func (c *aliasChunk) wait(ctx context.Context) error {
 	select {
 	case <-c.done:
@@ -300,7 +307,7 @@ func (c *aliasChunk) wait(ctx context.Context) error {
 	case <-c.done:
 		return ctx.Err()
 	case <-t.C:
-		return fmt.Errorf("%w (chunk not released by gRPC within %v)", ctx.Err(), aliasGrace)
+		return fmt.Errorf("%w within %v: %w", errChunkKept, aliasGrace, ctx.Err())
 	}
 }
 

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 
@@ -56,7 +57,9 @@ func (s *service) ReadRange(req *cachev1.ReadRangeRequest, stream grpc.ServerStr
 					return err
 				}
 				if err := alias.wait(ctx); err != nil {
-					s.n.log.Warn("gRPC kept a chunk past the stream's end", "uri", req.GetUri(), "offset", pos, "err", err)
+					if errors.Is(err, errChunkKept) { // a client's hang-up alone is no news
+						s.n.log.Warn("gRPC kept a chunk past the stream's end", "uri", req.GetUri(), "offset", pos, "err", err)
+					}
 					return err
 				}
 			} else {
