@@ -282,6 +282,14 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 // buildOrigin builds the origin store: S3 always (credentials from the AWS
 // chain), files when --origin-file-root is set.
 func buildOrigin(ctx context.Context, o options, log *slog.Logger, observe func(origin.Attempt)) (origin.Store, error) {
+	// The S3 store refuses these too, but as a configuration it cannot
+	// run: they are flag values (exit 2), named as such.
+	if o.s3Timeout < 0 {
+		return nil, usageErrorf("--origin-s3-timeout %s: want 0 (the default, %s) or more", o.s3Timeout, origin.DefaultS3Timeout)
+	}
+	if e := o.s3Endpoint; e != "" && !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
+		return nil, usageErrorf("--origin-s3-endpoint %q: want a URL starting with http:// or https://, e.g. http://127.0.0.1:9000", e)
+	}
 	s3s, err := origin.NewS3Store(ctx, origin.S3Config{
 		Endpoint: o.s3Endpoint, Region: o.s3Region, PathStyle: o.s3PathStyle,
 		Timeout: o.s3Timeout, Observe: observe, Logger: log,
