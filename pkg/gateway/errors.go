@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/locuscache/locus/pkg/cache"
 	"github.com/locuscache/locus/pkg/origin"
@@ -127,6 +128,11 @@ func (e s3Error) write(w http.ResponseWriter, r *http.Request, requestID string)
 		"Content-Disposition", "Content-Encoding", "Content-Language", "Cache-Control", "Expires", "x-amz-mp-parts-count"} {
 		h.Del(k)
 	}
+	for k := range h {
+		if strings.HasPrefix(k, "X-Amz-Meta-") { // the object's user metadata (setMetadata)
+			delete(h, k)
+		}
+	}
 	if e.Status != http.StatusRequestedRangeNotSatisfiable {
 		h.Del("Content-Range") // a 416 keeps "bytes */size" (RFC 9110)
 	}
@@ -134,6 +140,7 @@ func (e s3Error) write(w http.ResponseWriter, r *http.Request, requestID string)
 		h.Set("Allow", "GET, HEAD")
 	}
 	if r.Method == http.MethodHead {
+		h.Del("Content-Type") // the object's: a HEAD's error has no document
 		w.WriteHeader(e.Status)
 		return
 	}

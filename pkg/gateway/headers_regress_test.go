@@ -113,3 +113,50 @@ func TestReadRangeErrorContentRange(t *testing.T) {
 		t.Errorf("416 with Content-Range %q, want bytes */1000 (or none)", cr)
 	}
 }
+
+// TestErrorsCarryNoObjectMetadata: an S3 error answered after the Stat
+// (412 for a failed precondition, 416 for a range past the end, GET and
+// HEAD) carries none of the object's headers: its user metadata
+// (x-amz-meta-*) is not sent, and the Content-Type is the error document's
+// (or none, for a HEAD), not the object's. Was: x-amz-meta-* of the object
+// went out on every such error, and a HEAD's error carried the object's
+// Content-Type (found by a review).
+func TestErrorsCarryNoObjectMetadata(t *testing.T) {
+	data := []byte("0123456789")
+	be := backendFunc{
+		stat: func(string) (origin.Info, error) {
+			return origin.Info{Size: int64(len(data)), Version: `"v1"`, ModTime: time.Unix(1700000000, 0),
+				ContentType: "text/csv", Metadata: map[string]string{"mtime": "1690000000.5"}}, nil
+		},
+		read: func(req readpath.Request, emit func([]byte) error) (readpath.Summary, error) {
+			return readpath.Summary{}, emit(data[req.Offset:req.End()])
+		},
+	}
+	gw, err := New(Config{Backend: be})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		method, header, value string
+		status                int
+	}{
+		{"GET", "If-Match", `"other"`, 412},
+		{"HEAD", "If-Match", `"other"`, 412},
+		{"GET", "Range", "bytes=100-", 416},
+		{"HEAD", "Range", "bytes=100-", 416},
+	} {
+		r := httptest.NewRequest(tc.method, "/bkt/k", nil)
+		r.Header.Set(tc.header, tc.value)
+		w := httptest.NewRecorder()
+		gw.ServeHTTP(w, r)
+		if w.Code != tc.status {
+			t.Fatalf("%s with %s: %s: status %d, want %d", tc.method, tc.header, tc.value, w.Code, tc.status)
+		}
+		if v := w.Header().Get("x-amz-meta-mtime"); v != "" {
+			t.Errorf("%s with %s: %s: %d carries x-amz-meta-mtime: %s", tc.method, tc.header, tc.value, w.Code, v)
+		}
+		if ct := w.Header().Get("Content-Type"); ct == "text/csv" {
+			t.Errorf("%s with %s: %s: %d carries the object's Content-Type %q", tc.method, tc.header, tc.value, w.Code, ct)
+		}
+	}
+}
