@@ -472,6 +472,17 @@ func (n *Node) Stop(ctx context.Context) error {
 		n.state.Store(stateStopped)
 		n.mu.Unlock()
 		close(n.done)
+		// Both listeners close now, as reads are refused from here on:
+		// the HTTP one too, while gRPC streams still in flight finish
+		// (otherwise every gateway request meanwhile got a 500 "node:
+		// stopped" instead of a refused connection a client retries).
+		httpDone := make(chan struct{})
+		go func() {
+			defer close(httpDone)
+			if err := n.httpSrv.Shutdown(ctx); err != nil {
+				n.httpSrv.Close()
+			}
+		}()
 		stopped := make(chan struct{})
 		go func() { n.grpcSrv.GracefulStop(); close(stopped) }()
 		select {
@@ -480,9 +491,7 @@ func (n *Node) Stop(ctx context.Context) error {
 			n.grpcSrv.Stop()
 			<-stopped
 		}
-		if err := n.httpSrv.Shutdown(ctx); err != nil {
-			n.httpSrv.Close()
-		}
+		<-httpDone
 		n.peers.close()
 		n.bg.Wait()
 		if err := n.cache.Close(); err != nil {
