@@ -252,7 +252,7 @@ func (c *Cluster) startNode(ctx context.Context, i int, join []string) (*node.No
 		PeerBackoff:     500 * time.Millisecond,
 		Gateway: func(n *node.Node) (http.Handler, error) {
 			return gateway.New(gateway.Config{Backend: n, Buckets: buckets, Logger: c.cfg.Logger,
-				DirectoryMarkers: gateway.StoreBackend{Store: c.Origin}})
+				DirectoryMarkers: gateway.StoreBackend{Store: n.Origin()}})
 		},
 		Logger: c.cfg.Logger,
 	})

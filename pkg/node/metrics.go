@@ -273,7 +273,7 @@ var (
 	descRAMHits    = prometheus.NewDesc("locus_cache_ram_hits_total", "Pages served from the RAM tier.", nil, nil)
 	descDegraded   = prometheus.NewDesc("locus_cache_degraded", "1 while the cache runs below its configuration: slabs that did not fit at start, or a pause in storing new pages after a failed write (full or failing disk).", nil, nil)
 	descReindexed  = prometheus.NewDesc("locus_cache_reindexed_pages", "Pages found on disk at start (warm restart).", nil, nil)
-	descOrigBytes  = prometheus.NewDesc("locus_cache_origin_fetched_bytes_total", "Bytes the cache fetched from the origin to fill pages.", nil, nil)
+	descOrigBytes  = prometheus.NewDesc("locus_cache_origin_fetched_bytes_total", "Bytes the cache fetched to fill its pages: from the origin, or, on a node that is not its block's owner (a replica), from the earlier nodes of the block's list when they have it (locus_origin_requests_total counts the origin's own reads).", nil, nil)
 	descSizingRead = prometheus.NewDesc("locus_cache_sizing_sampled_reads_total", "Page reads the policy sizing estimate (locus_cache_estimated_hit_ratio{model=\"policy\"}) replayed: the sample it rests on.", nil, nil)
 	descEstimate   = prometheus.NewDesc("locus_cache_estimated_hit_ratio", "Estimated page hit ratio if the cache were size_factor times its capacity: model=policy simulates the cache's own policy (miniature simulation, anchored at the measured hit ratio), model=lru is the LRU curve (SHARDS).", []string{"size_factor", "model"}, nil)
 	descStat       = prometheus.NewDesc("locus_stat_cache_total", "Stat cache outcomes: hit, miss, revalidation, changed (a new version found).", []string{"outcome"}, nil)

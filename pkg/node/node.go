@@ -49,6 +49,7 @@ type Node struct {
 	log     *slog.Logger
 	metrics *metrics
 	stats   *origin.StatCache
+	origin  origin.Store // cfg.Origin, its calls counted (countingStore)
 	cache   *cache.Cache
 	footers *parquetx.FooterCache
 	// notParquet: object versions whose magic said not Parquet, or whose
@@ -101,7 +102,8 @@ func New(cfg Config) (_ *Node, err error) {
 	if n.tls, err = loadTLS(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCAFile, n.log); err != nil {
 		return nil, err
 	}
-	n.stats, err = origin.NewStatCache(countingStore{Store: cfg.Origin, m: n.metrics}, origin.StatCacheConfig{TTL: cfg.StatTTL})
+	n.origin = countingStore{Store: cfg.Origin, m: n.metrics}
+	n.stats, err = origin.NewStatCache(n.origin, origin.StatCacheConfig{TTL: cfg.StatTTL})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
@@ -584,3 +586,8 @@ func (n *Node) Registry() *prometheus.Registry { return n.metrics.reg }
 // ObserveOriginAttempt counts one HTTP attempt of the S3 origin
 // (locus_origin_http_attempts_total); pass it as origin.S3Config.Observe.
 func (n *Node) ObserveOriginAttempt(a origin.Attempt) { n.metrics.observeAttempt(a) }
+
+// Origin returns the node's origin store (Config.Origin) with its calls
+// counted in locus_origin_requests_total, for what reads the origin
+// outside the cache: the S3 gateway's directory markers.
+func (n *Node) Origin() origin.Store { return n.origin }

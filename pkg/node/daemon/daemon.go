@@ -246,7 +246,7 @@ func serve(ctx context.Context, o options, log *slog.Logger) error {
 				Backend: n, Buckets: buckets, Region: o.gatewayRegion, LenientRange: o.gatewayLenientRange,
 				// Directory markers ("dir/" objects) are no objects to the
 				// cluster: read from the origin, uncached.
-				DirectoryMarkers: gateway.StoreBackend{Store: store},
+				DirectoryMarkers: gateway.StoreBackend{Store: n.Origin()},
 				Logger:           log.With("component", "gateway"),
 			})
 		},

@@ -214,7 +214,7 @@ func (c *Cluster) Config(t testing.TB, i int, seed string) node.Config {
 	}
 	if !o.NoGateway {
 		cfg.Gateway = func(n *node.Node) (http.Handler, error) {
-			return gateway.New(gateway.Config{Backend: n, DirectoryMarkers: gateway.StoreBackend{Store: c.store}})
+			return gateway.New(gateway.Config{Backend: n, DirectoryMarkers: gateway.StoreBackend{Store: n.Origin()}})
 		}
 	}
 	if o.Mutate != nil {
