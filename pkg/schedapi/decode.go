@@ -33,7 +33,60 @@ func DecodeJSON(r io.Reader, v any) error {
 		}
 		return badRequest("unexpected data after the JSON object")
 	}
+	if i := loneSurrogate(buf.Bytes()); i >= 0 {
+		// encoding/json decodes it as U+FFFD: "t\ud800" and "t\udfff"
+		// would be one task, and a split's URI another object's name.
+		return badRequest("the \\u escape at byte %d is a lone UTF-16 surrogate (%s), which names no character: send a character above U+FFFF as a surrogate pair or as UTF-8", i, buf.Bytes()[i:i+6])
+	}
 	return checkKeyCase(buf.Bytes(), reflect.TypeOf(v))
+}
+
+// loneSurrogate returns the offset of the first \u escape in body that
+// is a lone UTF-16 surrogate (a high one not followed by the \u escape of
+// a low one, or a low one not after a high one), or -1. body is valid
+// JSON, so every backslash starts an escape inside a string.
+func loneSurrogate(body []byte) int {
+	// escaped returns the code unit of the \uXXXX escape at i, or -1.
+	escaped := func(i int) rune {
+		if i+6 > len(body) || body[i] != '\\' || body[i+1] != 'u' {
+			return -1
+		}
+		var r rune
+		for _, c := range body[i+2 : i+6] {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return -1
+			}
+		}
+		return r
+	}
+	for i := 0; i < len(body); {
+		j := bytes.IndexByte(body[i:], '\\')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		switch r := escaped(i); {
+		case r < 0: // \" \\ \/ \b \f \n \r \t
+			i += 2
+		case r >= 0xD800 && r <= 0xDBFF:
+			if lo := escaped(i + 6); lo < 0xDC00 || lo > 0xDFFF {
+				return i
+			}
+			i += 12
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return i
+		default:
+			i += 6
+		}
+	}
+	return -1
 }
 
 // checkKeyCase rejects an object key of body that is not exactly one of
