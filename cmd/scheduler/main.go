@@ -108,7 +108,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.etcdCA, "etcd-tls-ca", "", "PEM CA bundle verifying etcd's certificate (every endpoint then https://; read again when the file changes)")
 	fs.StringVar(&o.etcdCert, "etcd-tls-cert", "", "PEM client certificate for etcd (with --etcd-tls-key; read again when the files change)")
 	fs.StringVar(&o.etcdKey, "etcd-tls-key", "", "PEM private key of --etcd-tls-cert")
-	fs.BoolVar(&o.forward, "forward-to-leader", false, "on a follower, proxy mutating calls to the leader instead of answering 503 naming it")
+	fs.BoolVar(&o.forward, "forward-to-leader", false, "on a follower, proxy mutating calls to the leader instead of answering 503 naming it, and GET /v1/ring and /v1/lost (the leader's slot use and lost tasks)")
 	fs.DurationVar(&o.localityWait, "locality-wait", scheduler.DefaultLocalityWait, "how long a task waits for a data-local slot before rack-local, and as long again before any node; 0: no wait")
 	fs.IntVar(&o.replication, "replication", 0, "preference-list length (nodes per block where a task counts DATA_LOCAL); 0: the cache nodes' --replication, from the gossip (2 while no node is known). The nodes' value always wins: one set here that differs is logged as a warning and not used")
 	fs.Var(units.Flag(&o.blockSize), "block-size", "cluster block size for placement keys; default: the cache nodes' (128MiB while none is known); when set it must match theirs")

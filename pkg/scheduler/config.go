@@ -212,7 +212,8 @@ type EtcdConfig struct {
 	// none may be an http:// or unix:// URL.
 	Credentials credentials.TransportCredentials
 	// Forward makes followers proxy mutating HTTP calls to the leader
-	// instead of answering 503 naming it.
+	// instead of answering 503 naming it, and GET /v1/ring and /v1/lost
+	// (slot use, queued and lost tasks are the leader's placer state).
 	Forward bool
 }
 

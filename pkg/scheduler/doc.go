@@ -167,7 +167,9 @@
 // header (gRPC: FAILED_PRECONDITION with an x-locus-leader trailer), or
 // proxy them to the leader with --forward-to-leader. Reads work on
 // followers: the ring from their own gossip, counters and the job list
-// from etcd. /readyz is 200 on the leader and on a forwarding follower
+// from etcd. A follower has no placer, so its own GET /v1/ring shows no
+// slot in use and its /v1/lost no task: a forwarding follower proxies
+// those two to the leader as well. /readyz is 200 on the leader and on a forwarding follower
 // that knows the leader, 503 on other followers (and on a leader whose
 // block size differs from the cache nodes'), so a load balancer sends
 // calls to a scheduler that can serve them. While etcd cannot be read no

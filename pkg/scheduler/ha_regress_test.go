@@ -222,3 +222,56 @@ func TestForwardedBodyTooLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardingFollowerServesLeaderState: a follower that forwards to the
+// leader answers GET /v1/ring with the leader's slot use and queue, and
+// GET /v1/lost with the leader's lost tasks. Was: it answered from its own
+// state, which has no placer, so every node showed slots_in_use 0 and
+// waiting 0 and no task was ever lost, while the follower is /readyz 200
+// and a load balancer sends it half the reads (locusctl ring status, the
+// status page).
+func TestForwardingFollowerServesLeaderState(t *testing.T) {
+	e := schedulertest.StartEtcd(t)
+	views := threeNodes(t)
+	ss := haPair(t, e, views, func(i int, cfg *scheduler.Config) { cfg.Etcd.Forward = true })
+	leader := waitLeader(t, ss[:], 10*time.Second)
+	ctx := context.Background()
+	lc := schedulertest.NewClient(ss[leader].HTTPAddr())
+	ps := placeAllNow(t, lc, "j", 4)
+	onN3 := 0
+	for _, p := range ps {
+		if p.Node == "n3" {
+			onN3++
+		}
+	}
+	// n3 leaves: its tasks are lost.
+	if err := views.Set(schedulertest.Node("n1", "r1", 2), schedulertest.Node("n2", "r1", 2)); err != nil {
+		t.Fatal(err)
+	}
+	wantLost, wantUsed := onN3, len(ps)-onN3
+	deadline := time.Now().Add(5 * time.Second)
+	for len(ss[leader].Lost("j")) != wantLost {
+		if time.Now().After(deadline) {
+			t.Fatalf("leader lists %d lost tasks, want %d", len(ss[leader].Lost("j")), wantLost)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i, s := range ss {
+		c := schedulertest.NewClient(s.HTTPAddr())
+		r, err := c.Ring(ctx)
+		if err != nil {
+			t.Fatalf("scheduler %d (leader %v): GET /v1/ring: %v", i, i == leader, err)
+		}
+		used := 0
+		for _, m := range r.Members {
+			used += m.SlotsInUse
+		}
+		if used != wantUsed {
+			t.Errorf("scheduler %d (leader %v): GET /v1/ring: %d slots in use, want the leader's %d", i, i == leader, used, wantUsed)
+		}
+		lost, err := c.Lost(ctx, "j")
+		if err != nil || len(lost) != wantLost {
+			t.Errorf("scheduler %d (leader %v): GET /v1/lost: %d tasks (%v), want the leader's %d", i, i == leader, len(lost), err, wantLost)
+		}
+	}
+}

@@ -37,6 +37,13 @@ func (s *Scheduler) newHandler() http.Handler {
 	get := func(pattern, call string, h func(w http.ResponseWriter, r *http.Request) (any, error)) {
 		mux.Handle("GET "+pattern, s.api(call, false, 0, h))
 	}
+	// placerGet registers a read of the placer's own state (slots in
+	// use, queued tasks, lost tasks), which only the leader has: a
+	// forwarding follower proxies it to the leader, as it does the
+	// mutating calls (its own answer would show every slot free).
+	placerGet := func(pattern, call string, h func(w http.ResponseWriter, r *http.Request) (any, error)) {
+		mux.Handle("GET "+pattern, s.apiForwarded(call, h))
+	}
 	post("/v1/place", "place", s.limits.single, func(w http.ResponseWriter, r *http.Request) (any, error) {
 		req, err := decodeBody(r, schedapi.DecodePlaceRequest)
 		if err != nil {
@@ -99,10 +106,10 @@ func (s *Scheduler) newHandler() http.Handler {
 	get("/v1/counters", "counters", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		return s.JobCounters(r.Context(), "")
 	})
-	get("/v1/ring", "ring", func(w http.ResponseWriter, r *http.Request) (any, error) {
+	placerGet("/v1/ring", "ring", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		return s.Ring(), nil
 	})
-	get("/v1/lost", "lost", func(w http.ResponseWriter, r *http.Request) (any, error) {
+	placerGet("/v1/lost", "lost", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		return schedapi.LostResponse{Lost: s.Lost(r.URL.Query().Get("job"))}, nil
 	})
 	mux.Handle("GET /metrics", s.metrics.handler())
@@ -165,6 +172,16 @@ func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
 // size limit, forwarding to the leader (optional), the JSON answer or
 // error, and metrics.
 func (s *Scheduler) api(call string, mutating bool, limit int64, h func(w http.ResponseWriter, r *http.Request) (any, error)) http.Handler {
+	return s.apiCall(call, mutating, mutating, limit, h)
+}
+
+// apiForwarded wraps a read that a forwarding follower proxies to the
+// leader (no token needed, no body).
+func (s *Scheduler) apiForwarded(call string, h func(w http.ResponseWriter, r *http.Request) (any, error)) http.Handler {
+	return s.apiCall(call, false, true, 0, h)
+}
+
+func (s *Scheduler) apiCall(call string, mutating, forwarded bool, limit int64, h func(w http.ResponseWriter, r *http.Request) (any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		code := http.StatusOK
@@ -187,10 +204,10 @@ func (s *Scheduler) api(call string, mutating bool, limit int64, h func(w http.R
 				return
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
-			if s.forward(w, r) {
-				code = 0 // the leader's answer
-				return
-			}
+		}
+		if forwarded && s.forward(w, r) {
+			code = 0 // the leader's answer
+			return
 		}
 		v, err := h(w, r)
 		if err != nil {
@@ -291,8 +308,9 @@ func (s *Scheduler) checkToken(header string) error {
 	return nil
 }
 
-// forward proxies a mutating call to the leader when this scheduler is a
-// follower with Etcd.Forward set; it reports whether it did.
+// forward proxies a call to the leader (a mutating one, or a read of the
+// placer's state) when this scheduler is a follower with Etcd.Forward set;
+// it reports whether it did.
 func (s *Scheduler) forward(w http.ResponseWriter, r *http.Request) bool {
 	if !s.cfg.Etcd.Forward || s.ha == nil || s.IsLeader() || r.Header.Get("X-Locus-Forwarded") != "" {
 		return false
