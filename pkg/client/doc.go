@@ -92,14 +92,16 @@
 // ErrTooLarge 413, and for 503 ErrSchedulerUnavailable plus ErrNoNode (no
 // node can take the task: retry later) or ErrNotLeader (an HA follower;
 // SchedulerConfig.FollowLeader resends the call to the leader it names,
-// X-Locus-Leader, and keeps using it). An answer without a code (a
+// X-Locus-Leader, and keeps using it until it stops answering, then goes
+// back to SchedulerConfig.URL). An answer without a code (a
 // scheduler older than the field, a proxy) maps by its status, a 404 to
 // ErrNotFound. A scheduler that
 // cannot be reached is ErrSchedulerUnavailable too. These sentinels are
 // pkg/schedapi's, which package scheduler exports under the same names, so
-// errors.Is works with any of them. Nothing is retried otherwise: Place is
-// not idempotent (a retried Place whose first attempt got through is a
-// 409).
+// errors.Is works with any of them. Nothing is retried otherwise (but a
+// call that could not connect to a followed leader, and so never reached
+// it, is resent to SchedulerConfig.URL): Place is not idempotent (a
+// retried Place whose first attempt got through is a 409).
 //
 // The package does not import pkg/scheduler: the API's types and codec come
 // from pkg/schedapi, which imports only the standard library, so an

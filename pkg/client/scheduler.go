@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -193,7 +194,10 @@ type SchedulerConfig struct {
 	// FollowLeader makes the client resend a call that a follower
 	// answered with 503 naming the leader (HA schedulers with etcd) to
 	// the leader, at most MaxLeaderHops times per call, and use the
-	// leader for later calls. Off: such calls fail wrapping ErrNotLeader.
+	// leader for later calls. When the leader it follows cannot be
+	// reached any more (a failover), it goes back to URL: a call that
+	// could not connect is resent there, later calls go there. Off: such
+	// calls fail wrapping ErrNotLeader.
 	FollowLeader bool
 	// MaxResponseBytes bounds an answer's body (default
 	// DefaultMaxResponseBytes).
@@ -243,6 +247,7 @@ func (c *SchedulerConfig) validate() (*url.URL, error) {
 // tasks should run and reports them complete. Safe for concurrent use.
 type Scheduler struct {
 	cfg  SchedulerConfig
+	home *url.URL                // SchedulerConfig.URL
 	base atomic.Pointer[url.URL] // the scheduler calls go to; FollowLeader moves it
 }
 
@@ -254,7 +259,7 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg}
+	s := &Scheduler{cfg: cfg, home: u}
 	s.base.Store(u)
 	return s, nil
 }
@@ -528,6 +533,19 @@ func (s *Scheduler) do(ctx context.Context, method, path string, body []byte, ex
 	for hop := 0; ; hop++ {
 		raw, err := s.once(ctx, base, method, path, body)
 		var se *SchedulerError
+		if s.cfg.FollowLeader && base != s.home && err != nil && !errors.As(err, &se) && ctx.Err() == nil {
+			// The leader followed earlier does not answer (it stopped or
+			// died: a failover): back to the configured URL, which is or
+			// names the new leader. Only a call that never reached the
+			// old leader is resent; another may have been applied there.
+			s.cfg.Logger.Info("scheduler: the followed leader does not answer; back to the configured URL", "from", base.Host, "to", s.home.Host, "err", err)
+			s.base.CompareAndSwap(base, s.home)
+			if hop >= MaxLeaderHops || !dialFailed(err) {
+				return raw, err
+			}
+			base = s.home
+			continue
+		}
 		if !s.cfg.FollowLeader || hop >= MaxLeaderHops || !errors.As(err, &se) || se.Leader == "" || !errors.Is(err, ErrNotLeader) {
 			return raw, err
 		}
@@ -540,6 +558,13 @@ func (s *Scheduler) do(ctx context.Context, method, path string, body []byte, ex
 		s.base.CompareAndSwap(base, &next)
 		base = &next
 	}
+}
+
+// dialFailed reports whether err is a failure to connect: the request was
+// not sent, so resending it elsewhere cannot apply it twice.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func (s *Scheduler) once(ctx context.Context, base *url.URL, method, path string, body []byte) ([]byte, error) {

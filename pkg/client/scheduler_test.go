@@ -288,6 +288,55 @@ func TestSchedulerFollowLeader(t *testing.T) {
 	}
 }
 
+// TestSchedulerFollowLeaderAfterFailover: a FollowLeader client that a
+// follower sent to the leader goes back to its configured URL when that
+// leader is gone, and finds the new leader there. Was: it kept sending
+// every call to the old leader's address (connection refused) for good,
+// although the scheduler it was configured with had taken over.
+func TestSchedulerFollowLeaderAfterFailover(t *testing.T) {
+	e := schedulertest.StartEtcd(t)
+	views := threeNodes(t)
+	var ss [2]*scheduler.Scheduler
+	for i := range ss {
+		ss[i] = startScheduler(t, views, func(c *scheduler.Config) {
+			c.NodeID = fmt.Sprintf("sched-%d", i)
+			c.Etcd = scheduler.EtcdConfig{Endpoints: e.Endpoints, SessionTTL: 2 * time.Second, Prefix: "/" + t.Name() + "/"}
+		})
+		if i == 0 {
+			waitFor(t, 10*time.Second, "sched-0 leads", func() bool { return ss[0].IsLeader() })
+		}
+	}
+	waitFor(t, 10*time.Second, "the follower knows the leader", func() bool {
+		l, ok := ss[1].Leader()
+		return ok && l.HTTP == ss[0].HTTPAddr()
+	})
+	ctx := context.Background()
+	home := "http://" + ss[1].HTTPAddr()
+	follow := newSched(t, client.SchedulerConfig{URL: home, FollowLeader: true, Timeout: 5 * time.Second})
+	if _, err := follow.Place(ctx, "j", "t1", sp("s3://bkt/1"), client.NoWait); err != nil {
+		t.Fatalf("place with FollowLeader: %v", err)
+	}
+	if got, want := follow.URL(), "http://"+ss[0].HTTPAddr(); got != want {
+		t.Fatalf("URL() after the redirect = %s, want the leader %s", got, want)
+	}
+	// The leader stops (it resigns: the follower takes over at once) and
+	// its address answers no more.
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := ss[0].Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "sched-1 leads", func() bool { return ss[1].IsLeader() })
+	for i := range 2 {
+		if _, err := follow.Place(ctx, "j", fmt.Sprint("t2-", i), sp("s3://bkt/2"), client.NoWait); err != nil {
+			t.Errorf("place %d after the followed leader stopped: %v; want it placed by the new leader at the configured URL %s", i, err, home)
+		}
+	}
+	if got := follow.URL(); got != home {
+		t.Errorf("URL() after the followed leader stopped = %s, want the configured %s", got, home)
+	}
+}
+
 // TestSchedulerRedirectLoop: a server that always names another server as
 // leader, which names the first back, is followed MaxLeaderHops times and
 // then reported.
