@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/locuscache/locus/pkg/scheduler"
+	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 	schedulerv1 "github.com/locuscache/locus/proto/scheduler/v1"
 )
 
@@ -100,4 +102,55 @@ func TestGRPC(t *testing.T) {
 	if err != nil || h.Status != healthpb.HealthCheckResponse_SERVING {
 		t.Errorf("health %v %v", h, err)
 	}
+}
+
+// TestGRPCHealthFollowsReadiness: the gRPC health service says what
+// /readyz says: a leader whose block size differs from the cache nodes'
+// (every placement answers 503) is NOT_SERVING, and SERVING again once the
+// nodes' block size matches. Was: SERVING from the moment it led, so a
+// gRPC client or probe with health checking sent it calls that all failed
+// UNAVAILABLE while /readyz said 503.
+func TestGRPCHealthFollowsReadiness(t *testing.T) {
+	n := schedulertest.Node("n1", "r1", 4)
+	n.BlockSize = 64 << 20
+	views := schedulertest.NewViews(t, n)
+	s, hc := startWith(t, views, func(cfg *scheduler.Config) { cfg.BlockSize = 128 << 20 })
+	conn, err := grpc.NewClient(s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	health := healthpb.NewHealthClient(conn)
+	ctx := context.Background()
+	check := func(want healthpb.HealthCheckResponse_ServingStatus, why string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			got := healthpb.HealthCheckResponse_UNKNOWN
+			h, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: schedulerv1.SchedulerService_ServiceDesc.ServiceName})
+			if err == nil {
+				got = h.Status
+			}
+			var ready struct {
+				Ready bool `json:"ready"`
+			}
+			_ = hc.Do(ctx, "GET", "/readyz", nil, &ready)
+			if got == want {
+				if ready.Ready != (want == healthpb.HealthCheckResponse_SERVING) {
+					t.Errorf("%s: gRPC health %v but /readyz ready=%v", why, got, ready.Ready)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: gRPC health %v (%v), want %v (/readyz ready=%v)", why, got, err, want, ready.Ready)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	check(healthpb.HealthCheckResponse_NOT_SERVING, "nodes at 64 MiB, --block-size 128 MiB")
+	n.BlockSize = 128 << 20
+	if err := views.Set(n); err != nil {
+		t.Fatal(err)
+	}
+	check(healthpb.HealthCheckResponse_SERVING, "the nodes' block size now matches")
 }

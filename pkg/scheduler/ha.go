@@ -200,6 +200,9 @@ func (h *ha) applyConfig(raw []byte) error {
 	if h.s.mem != nil { // nil while Start reads the config, before the gossip
 		h.s.checkReplication(h.s.mem.View(), &st)
 	}
+	h.s.mu.Lock()
+	h.s.updateServingLocked() // the block size may have changed
+	h.s.mu.Unlock()
 	return nil
 }
 

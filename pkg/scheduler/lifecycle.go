@@ -224,6 +224,16 @@ func (s *Scheduler) GossipAddr() string {
 	return s.ownMem.GossipAddr()
 }
 
+// updateServingLocked sets the gRPC health status from the state: SERVING
+// while this scheduler places, that is while it leads, is not stopping,
+// and its block size is the cache nodes' (as /readyz says of a leader; a
+// follower is NOT_SERVING, since gRPC calls are not forwarded). Called when
+// any of these changes: leadership, a View, the cluster config. Caller
+// holds mu.
+func (s *Scheduler) updateServingLocked() {
+	s.setServing(s.p != nil && !s.stopped && !s.stopping.Load() && s.blockSizeError() == nil)
+}
+
 // setServing sets the gRPC health status ("" and the SchedulerService).
 func (s *Scheduler) setServing(on bool) {
 	if s.health == nil {

@@ -1330,6 +1330,7 @@ func (s *Scheduler) applyView(v *membership.View) {
 	if s.p == nil {
 		return
 	}
+	defer s.updateServingLocked() // the nodes' block size may have changed
 	now := time.Now()
 	for _, n := range nodes {
 		if !restarted[n.ID] {
@@ -1425,7 +1426,7 @@ func (s *Scheduler) install(p *placement.Placer) error {
 	s.p = p
 	s.armed = time.Time{}
 	s.isLeader.Store(true)
-	s.setServing(true)
+	s.updateServingLocked()
 	s.settleLocked(time.Now())
 	return nil
 }
@@ -1441,7 +1442,7 @@ func (s *Scheduler) uninstall(err error) {
 	clear(s.dirty)
 	s.dirtyGlobal = false
 	s.unconfirmed, s.unconfOrder = nil, nil
-	s.setServing(false)
+	s.updateServingLocked()
 }
 
 // ---------------------------------------------------------------------
