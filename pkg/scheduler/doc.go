@@ -171,7 +171,8 @@
 // slot in use and its /v1/lost no task: a forwarding follower proxies
 // those two to the leader as well. /readyz is 200 on the leader and on a forwarding follower
 // that knows the leader, 503 on other followers (and on a leader whose
-// block size differs from the cache nodes'), so a load balancer sends
+// block size differs from the cache nodes', and on a follower forwarding
+// to it), so a load balancer sends
 // calls to a scheduler that can serve them. While etcd cannot be read no
 // leader is known (the reason says so): a follower does not forward to, or
 // name, a leader that may be gone, and a deposed leader does not name

@@ -275,3 +275,35 @@ func TestForwardingFollowerServesLeaderState(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardingFollowerNotReadyOnBlockSizeMismatch: when the cluster
+// config in etcd names another block size than the cache nodes', the
+// leader is not ready (every placement is a 503) and neither is a
+// follower that forwards to it. Was: the forwarding follower stayed
+// /readyz 200 "forwarding to the leader", so a load balancer kept sending
+// it calls that all failed.
+func TestForwardingFollowerNotReadyOnBlockSizeMismatch(t *testing.T) {
+	e := schedulertest.StartEtcd(t)
+	ss := haPair(t, e, threeNodes(t), func(i int, cfg *scheduler.Config) { cfg.Etcd.Forward = true })
+	leader := waitLeader(t, ss[:], 10*time.Second)
+	if _, err := e.Client(t).Put(context.Background(), "/"+t.Name()+"/config", `{"block_size":67108864}`); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, s := range ss {
+		for s.Settings().BlockSize != 64<<20 {
+			if time.Now().After(deadline) {
+				t.Fatalf("settings %+v, want etcd's block size 64 MiB", s.Settings())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for i, s := range ss {
+		if ok, why := s.Ready(); ok {
+			t.Errorf("scheduler %d (leader %v): ready (%s) with etcd's 64 MiB block size against the nodes' 128 MiB; want not ready", i, i == leader, why)
+		}
+		if code := get(t, "http://"+s.HTTPAddr()+"/readyz"); code != http.StatusServiceUnavailable {
+			t.Errorf("scheduler %d (leader %v): /readyz %d, want 503", i, i == leader, code)
+		}
+	}
+}

@@ -199,7 +199,8 @@ func (s *Scheduler) Leader() (LeaderInfo, bool) {
 // Ready reports whether the scheduler serves placements here (/readyz):
 // started, not stopping, and the leader (or a follower that forwards to a
 // known leader); a leader whose block size differs from the cache nodes'
-// (which fails every placement) is not ready, the reason says why.
+// (which fails every placement) is not ready, nor is a follower that
+// forwards to it, the reason says why.
 func (s *Scheduler) Ready() (bool, string) {
 	switch {
 	case !s.ready.Load():
@@ -220,6 +221,12 @@ func (s *Scheduler) Ready() (bool, string) {
 		return false, "follower; no leader elected"
 	}
 	if s.cfg.Etcd.Forward {
+		// The leader places with the same cluster config (etcd's): when
+		// its block size differs from the cache nodes', every call
+		// forwarded to it fails.
+		if err := s.blockSizeError(); err != nil {
+			return false, "follower forwarding to the leader " + l.HTTP + ", which cannot place: " + err.Error()
+		}
 		return true, "follower; forwarding to the leader " + l.HTTP
 	}
 	return false, "follower; the leader is " + l.HTTP
