@@ -60,6 +60,9 @@ func (s *Scheduler) grpcInterceptor(ctx context.Context, req any, info *grpc.Una
 		resp, err = h(ctx, req)
 	}
 	code := StatusOf(err)
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		code = 499 // the caller gave up, counted as writeError counts an HTTP client that went away
+	}
 	s.metrics.requests.WithLabelValues(call).Observe(time.Since(start).Seconds())
 	s.metrics.answers.WithLabelValues(call, strconv.Itoa(code)).Inc()
 	if err != nil {

@@ -154,3 +154,46 @@ func TestGRPCHealthFollowsReadiness(t *testing.T) {
 	}
 	check(healthpb.HealthCheckResponse_SERVING, "the nodes' block size now matches")
 }
+
+// TestGRPCCallerGoneCounted: a gRPC call whose caller gave up (its
+// deadline passed, or it cancelled) while it waited for a slot counts in
+// locus_scheduler_requests_total as code 499, as an HTTP call whose client
+// went away does, not as an internal error. Was: code 500, so an alert on
+// the scheduler's 5xx rate fired for every executor that timed out.
+func TestGRPCCallerGoneCounted(t *testing.T) {
+	s, hc := startWith(t, threeNodes(t), nil)
+	placeAllNow(t, hc, "full", 6) // every slot
+	conn, err := grpc.NewClient(s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := schedulerv1.NewSchedulerServiceClient(conn)
+	req := func(task string) *schedulerv1.PlaceRequest {
+		return &schedulerv1.PlaceRequest{Job: "g", Task: task, Split: &schedulerv1.Split{Uri: "s3://bkt/k", Length: 100}, WaitMs: -1}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err = c.Place(ctx, req("deadline"))
+	cancel()
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("place past its deadline: %v, want DeadlineExceeded", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	if _, err = c.Place(ctx, req("cancelled")); status.Code(err) != codes.Canceled {
+		t.Fatalf("cancelled place: %v, want Canceled", err)
+	}
+	// The server sees the cancellation a moment after the client does.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		m := scrape(t, hc)
+		got499, got500 := m[`locus_scheduler_requests_total{call="place",code="499"}`], m[`locus_scheduler_requests_total{call="place",code="500"}`]
+		if got499 == 2 && got500 == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("locus_scheduler_requests_total{call=\"place\"}: code 499 %v, code 500 %v; want 2 and 0", got499, got500)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
