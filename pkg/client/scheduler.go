@@ -147,8 +147,9 @@ func (e *SchedulerError) Unwrap() []error {
 // Defaults of SchedulerConfig.
 const (
 	// DefaultSchedulerTimeout bounds one call, on top of the locality waits
-	// a Place or PlaceBatch asks for: above the scheduler's 30 s
-	// --max-queue-wait, so the scheduler's own 503 arrives first.
+	// a Place or PlaceBatch asks for: above twice the scheduler's default
+	// --locality-wait (3 s) plus its default --max-queue-wait (30 s), so
+	// the scheduler's own 503 arrives first.
 	DefaultSchedulerTimeout = time.Minute
 	// DefaultMaxResponseBytes bounds an answer's body: a 100,000-task
 	// batch answer is about 16 MiB.
@@ -188,8 +189,13 @@ type SchedulerConfig struct {
 	TLS *tls.Config
 	// Timeout bounds each call, plus twice the locality wait of Place and
 	// PlaceBatch (a task may wait once for its data-local level and once
-	// more for its rack). Default DefaultSchedulerTimeout; negative: no
-	// bound beyond the caller's context.
+	// more for its rack). With DefaultWait the client does not know the
+	// scheduler's --locality-wait: Timeout must then cover twice it plus
+	// the scheduler's --max-queue-wait (the defaults, 3 s and 30 s, need
+	// 36 s). A call that runs out of this bound fails wrapping
+	// ErrSchedulerUnavailable and context.DeadlineExceeded. Default
+	// DefaultSchedulerTimeout; negative: no bound beyond the caller's
+	// context.
 	Timeout time.Duration
 	// FollowLeader makes the client resend a call that a follower
 	// answered with 503 naming the leader (HA schedulers with etcd) to
@@ -525,10 +531,26 @@ func decode(raw []byte, v any, path string) error {
 // locality wait).
 func (s *Scheduler) do(ctx context.Context, method, path string, body []byte, extra time.Duration) ([]byte, error) {
 	if s.cfg.Timeout > 0 {
+		bound := s.cfg.Timeout + min(max(extra, 0), math.MaxInt64-s.cfg.Timeout)
+		caller := ctx
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout+min(max(extra, 0), math.MaxInt64-s.cfg.Timeout))
+		ctx, cancel = context.WithTimeout(ctx, bound)
 		defer cancel()
+		raw, err := s.follow(ctx, method, path, body)
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && caller.Err() == nil {
+			// The client's own bound ran out, not the caller's: the
+			// scheduler did not answer in time.
+			return raw, fmt.Errorf("%w: no answer within %v (SchedulerConfig.Timeout %v plus the locality waits asked for; with DefaultWait, Timeout must cover twice the scheduler's --locality-wait plus its --max-queue-wait): %w",
+				ErrSchedulerUnavailable, bound, s.cfg.Timeout, err)
+		}
+		return raw, err
 	}
+	return s.follow(ctx, method, path, body)
+}
+
+// follow sends one call to the scheduler the client uses, following
+// leader redirects and failovers (FollowLeader).
+func (s *Scheduler) follow(ctx context.Context, method, path string, body []byte) ([]byte, error) {
 	base := s.base.Load()
 	for hop := 0; ; hop++ {
 		raw, err := s.once(ctx, base, method, path, body)

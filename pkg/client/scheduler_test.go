@@ -567,3 +567,34 @@ func TestSchedulerAddressIsACacheNode(t *testing.T) {
 		t.Fatalf("Ring from a cache node's address: %v; want an error saying it is not the scheduler", err)
 	}
 }
+
+// TestOwnTimeoutIsSchedulerUnavailable: a call that ran out of the
+// client's own bound (Timeout plus the waits it knows of) fails wrapping
+// ErrSchedulerUnavailable and context.DeadlineExceeded, and says which
+// setting to raise; a call whose caller gave up stays the caller's error
+// alone. Was: a bare context.DeadlineExceeded, neither ErrNoNode nor
+// ErrSchedulerUnavailable, as when a scheduler with a long --locality-wait
+// kept a DefaultWait Place past the 60 s default (found by a review).
+func TestOwnTimeoutIsSchedulerUnavailable(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	sc := newSched(t, client.SchedulerConfig{URL: srv.URL, Timeout: 100 * time.Millisecond})
+	_, err := sc.Place(context.Background(), "j", "t", sp("s3://bkt/k"), client.DefaultWait)
+	if !errors.Is(err, client.ErrSchedulerUnavailable) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "Timeout") {
+		t.Errorf("Place past the client's Timeout: %v; want ErrSchedulerUnavailable and context.DeadlineExceeded, naming Timeout", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	sc = newSched(t, client.SchedulerConfig{URL: srv.URL, Timeout: time.Minute})
+	_, err = sc.Place(ctx, "j", "t", sp("s3://bkt/k"), client.DefaultWait)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, client.ErrSchedulerUnavailable) {
+		t.Errorf("Place past the caller's deadline: %v; want context.DeadlineExceeded alone", err)
+	}
+}
