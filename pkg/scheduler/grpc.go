@@ -142,6 +142,7 @@ func placementPB(p *schedapi.Placement) *schedulerv1.Placement {
 	return &schedulerv1.Placement{
 		Task: p.Task, Node: p.Node, Address: p.Address, HttpAddress: p.HTTPAddress, Rack: p.Rack,
 		Locality: localityPB(p.Locality), Owner: p.Owner, RingEpoch: p.RingEpoch, Error: p.Error,
+		WaitedMs: p.WaitedMS,
 	}
 }
 
@@ -208,7 +209,9 @@ func (g *grpcService) JobCounters(ctx context.Context, r *schedulerv1.JobCounter
 	out := &schedulerv1.JobCountersResponse{
 		Job: c.Job, DataLocalTasks: c.DataLocalTasks, RackLocalTasks: c.RackLocalTasks, OtherLocalTasks: c.OtherLocalTasks,
 		RunningTasks: c.Running, LostTasks: c.Lost, HitRatio: c.HitRatio,
-		ByLocality: make(map[string]*schedulerv1.LocalityOutcome, placement.NumLocalities),
+		ByLocality:     make(map[string]*schedulerv1.LocalityOutcome, placement.NumLocalities),
+		CompletedTasks: c.Completed, QueuedTasks: c.Queued, DataLocalRatio: c.DataLocalRatio,
+		Bytes: c.Bytes, LocalHitBytes: c.LocalHitBytes, PeerHitBytes: c.PeerHitBytes, MissBytes: c.MissBytes,
 	}
 	for name, l := range map[string]schedapi.LocalityStats{"DATA_LOCAL": c.ByLocality.DataLocal, "RACK_LOCAL": c.ByLocality.RackLocal, "OTHER_LOCAL": c.ByLocality.OtherLocal} {
 		out.ByLocality[name] = &schedulerv1.LocalityOutcome{
@@ -221,7 +224,9 @@ func (g *grpcService) JobCounters(ctx context.Context, r *schedulerv1.JobCounter
 
 func (g *grpcService) Ring(ctx context.Context, _ *schedulerv1.RingRequest) (*schedulerv1.RingResponse, error) {
 	r := g.s.Ring()
-	out := &schedulerv1.RingResponse{Epoch: r.Epoch, BlockSize: r.BlockSize, Replication: int32(r.Replication)}
+	out := &schedulerv1.RingResponse{Epoch: r.Epoch, BlockSize: r.BlockSize, Replication: int32(r.Replication),
+		Generation: r.Generation, LocalityWaitMs: r.LocalityMS, Scheduler: r.Scheduler, Leader: r.Leader,
+		LeaderHttp: r.LeaderHTTP, Standalone: r.Standalone}
 	for _, m := range r.Members {
 		if m.Role == "observer" {
 			continue // the proto's members are cache nodes
@@ -229,6 +234,7 @@ func (g *grpcService) Ring(ctx context.Context, _ *schedulerv1.RingRequest) (*sc
 		out.Members = append(out.Members, &schedulerv1.Member{
 			Node: m.Node, Rack: m.Rack, State: m.State, Address: m.Address, HttpAddress: m.HTTPAddress,
 			Slots: int32(m.Slots), SlotsInUse: int32(m.SlotsInUse), CapacityBytes: m.CapacityBytes,
+			Waiting: int32(m.Waiting), Share: m.Share,
 		})
 	}
 	return out, nil

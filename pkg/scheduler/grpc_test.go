@@ -84,6 +84,14 @@ func TestGRPC(t *testing.T) {
 		jc.ByLocality["DATA_LOCAL"].GetLocalHitBytes() != 60 || jc.ByLocality["DATA_LOCAL"].GetHitRatio() != hj.HitRatioByLocality.DataLocal {
 		t.Errorf("gRPC counters %+v disagree with JSON %+v", jc, hj)
 	}
+	// The gRPC messages carry what the JSON answers do (DESIGN).
+	if jc.CompletedTasks != 1 || jc.CompletedTasks != hj.Completed || jc.QueuedTasks != hj.Queued || jc.DataLocalRatio != hj.DataLocalRatio ||
+		jc.DataLocalRatio == 0 || jc.Bytes != 100 || jc.LocalHitBytes != 60 || jc.PeerHitBytes != 0 || jc.MissBytes != 40 {
+		t.Errorf("gRPC counters %+v: completed, queued, data-local ratio or bytes differ from JSON %+v", jc, hj)
+	}
+	if p.WaitedMs < 0 || p.WaitedMs > 60_000 {
+		t.Errorf("placement waited_ms %d", p.WaitedMs)
+	}
 	if _, err := c.JobCounters(ctx, &schedulerv1.JobCountersRequest{Job: "nope"}); code(err) != codes.NotFound {
 		t.Errorf("unknown job counters: %v", err)
 	}
@@ -97,6 +105,18 @@ func TestGRPC(t *testing.T) {
 	}
 	if used != 2 {
 		t.Errorf("slots in use %d, want 2", used)
+	}
+	hr, err := hc.Ring(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	share := 0.0
+	for _, m := range rr.Members {
+		share += m.Share
+	}
+	if rr.LocalityWaitMs != hr.LocalityMS || rr.LocalityWaitMs == 0 || rr.Generation != hr.Generation || rr.Scheduler != hr.Scheduler ||
+		rr.Scheduler == "" || !rr.Leader || !rr.Standalone || share < 0.99 || share > 1.01 {
+		t.Errorf("gRPC ring %+v (shares sum %v) differs from JSON %+v", rr, share, hr)
 	}
 	h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 	if err != nil || h.Status != healthpb.HealthCheckResponse_SERVING {

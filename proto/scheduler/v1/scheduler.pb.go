@@ -230,7 +230,10 @@ type Placement struct {
 	RingEpoch uint64 `protobuf:"varint,8,opt,name=ring_epoch,json=ringEpoch,proto3" json:"ring_epoch,omitempty"`
 	// Set, in PlaceBatch answers only, for a task that was not placed
 	// ("deferred: ..."); node and the other fields are then empty.
-	Error         string `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
+	// How long the task waited for its slot, from its first submission (a
+	// deferred and resubmitted task counts from the first), milliseconds.
+	WaitedMs      int64 `protobuf:"varint,10,opt,name=waited_ms,json=waitedMs,proto3" json:"waited_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -326,6 +329,13 @@ func (x *Placement) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *Placement) GetWaitedMs() int64 {
+	if x != nil {
+		return x.WaitedMs
+	}
+	return 0
 }
 
 type BatchTask struct {
@@ -1032,7 +1042,17 @@ type JobCountersResponse struct {
 	// Hit ratio over all completed tasks' bytes.
 	HitRatio float64 `protobuf:"fixed64,7,opt,name=hit_ratio,json=hitRatio,proto3" json:"hit_ratio,omitempty"`
 	// Keyed by "DATA_LOCAL", "RACK_LOCAL", "OTHER_LOCAL".
-	ByLocality    map[string]*LocalityOutcome `protobuf:"bytes,8,rep,name=by_locality,json=byLocality,proto3" json:"by_locality,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	ByLocality map[string]*LocalityOutcome `protobuf:"bytes,8,rep,name=by_locality,json=byLocality,proto3" json:"by_locality,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Tasks completed, and tasks waiting for a slot.
+	CompletedTasks int64 `protobuf:"varint,9,opt,name=completed_tasks,json=completedTasks,proto3" json:"completed_tasks,omitempty"`
+	QueuedTasks    int64 `protobuf:"varint,10,opt,name=queued_tasks,json=queuedTasks,proto3" json:"queued_tasks,omitempty"`
+	// DATA_LOCAL tasks over all placed tasks.
+	DataLocalRatio float64 `protobuf:"fixed64,11,opt,name=data_local_ratio,json=dataLocalRatio,proto3" json:"data_local_ratio,omitempty"`
+	// Bytes read by completed tasks, by source (the levels' sums).
+	Bytes         int64 `protobuf:"varint,12,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	LocalHitBytes int64 `protobuf:"varint,13,opt,name=local_hit_bytes,json=localHitBytes,proto3" json:"local_hit_bytes,omitempty"`
+	PeerHitBytes  int64 `protobuf:"varint,14,opt,name=peer_hit_bytes,json=peerHitBytes,proto3" json:"peer_hit_bytes,omitempty"`
+	MissBytes     int64 `protobuf:"varint,15,opt,name=miss_bytes,json=missBytes,proto3" json:"miss_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1123,6 +1143,55 @@ func (x *JobCountersResponse) GetByLocality() map[string]*LocalityOutcome {
 	return nil
 }
 
+func (x *JobCountersResponse) GetCompletedTasks() int64 {
+	if x != nil {
+		return x.CompletedTasks
+	}
+	return 0
+}
+
+func (x *JobCountersResponse) GetQueuedTasks() int64 {
+	if x != nil {
+		return x.QueuedTasks
+	}
+	return 0
+}
+
+func (x *JobCountersResponse) GetDataLocalRatio() float64 {
+	if x != nil {
+		return x.DataLocalRatio
+	}
+	return 0
+}
+
+func (x *JobCountersResponse) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *JobCountersResponse) GetLocalHitBytes() int64 {
+	if x != nil {
+		return x.LocalHitBytes
+	}
+	return 0
+}
+
+func (x *JobCountersResponse) GetPeerHitBytes() int64 {
+	if x != nil {
+		return x.PeerHitBytes
+	}
+	return 0
+}
+
+func (x *JobCountersResponse) GetMissBytes() int64 {
+	if x != nil {
+		return x.MissBytes
+	}
+	return 0
+}
+
 type RingRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1170,6 +1239,10 @@ type Member struct {
 	Slots         int32  `protobuf:"varint,6,opt,name=slots,proto3" json:"slots,omitempty"`
 	SlotsInUse    int32  `protobuf:"varint,7,opt,name=slots_in_use,json=slotsInUse,proto3" json:"slots_in_use,omitempty"`
 	CapacityBytes int64  `protobuf:"varint,8,opt,name=capacity_bytes,json=capacityBytes,proto3" json:"capacity_bytes,omitempty"`
+	// Queued tasks preferring the node.
+	Waiting int32 `protobuf:"varint,9,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// The fraction of the ring the node owns.
+	Share         float64 `protobuf:"fixed64,10,opt,name=share,proto3" json:"share,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1260,12 +1333,36 @@ func (x *Member) GetCapacityBytes() int64 {
 	return 0
 }
 
+func (x *Member) GetWaiting() int32 {
+	if x != nil {
+		return x.Waiting
+	}
+	return 0
+}
+
+func (x *Member) GetShare() float64 {
+	if x != nil {
+		return x.Share
+	}
+	return 0
+}
+
 type RingResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	BlockSize     int64                  `protobuf:"varint,2,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
-	Replication   int32                  `protobuf:"varint,3,opt,name=replication,proto3" json:"replication,omitempty"`
-	Members       []*Member              `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Epoch       uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	BlockSize   int64                  `protobuf:"varint,2,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	Replication int32                  `protobuf:"varint,3,opt,name=replication,proto3" json:"replication,omitempty"`
+	Members     []*Member              `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	// The ring's generation (a counter of changes this scheduler saw).
+	Generation uint64 `protobuf:"varint,5,opt,name=generation,proto3" json:"generation,omitempty"`
+	// The scheduler's --locality-wait (or etcd's), milliseconds.
+	LocalityWaitMs int64 `protobuf:"varint,6,opt,name=locality_wait_ms,json=localityWaitMs,proto3" json:"locality_wait_ms,omitempty"`
+	// This scheduler's id, whether it is the leader (always, standalone),
+	// the leader's HTTP address when known, and whether it runs without etcd.
+	Scheduler     string `protobuf:"bytes,7,opt,name=scheduler,proto3" json:"scheduler,omitempty"`
+	Leader        bool   `protobuf:"varint,8,opt,name=leader,proto3" json:"leader,omitempty"`
+	LeaderHttp    string `protobuf:"bytes,9,opt,name=leader_http,json=leaderHttp,proto3" json:"leader_http,omitempty"`
+	Standalone    bool   `protobuf:"varint,10,opt,name=standalone,proto3" json:"standalone,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1328,6 +1425,48 @@ func (x *RingResponse) GetMembers() []*Member {
 	return nil
 }
 
+func (x *RingResponse) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *RingResponse) GetLocalityWaitMs() int64 {
+	if x != nil {
+		return x.LocalityWaitMs
+	}
+	return 0
+}
+
+func (x *RingResponse) GetScheduler() string {
+	if x != nil {
+		return x.Scheduler
+	}
+	return ""
+}
+
+func (x *RingResponse) GetLeader() bool {
+	if x != nil {
+		return x.Leader
+	}
+	return false
+}
+
+func (x *RingResponse) GetLeaderHttp() string {
+	if x != nil {
+		return x.LeaderHttp
+	}
+	return ""
+}
+
+func (x *RingResponse) GetStandalone() bool {
+	if x != nil {
+		return x.Standalone
+	}
+	return false
+}
+
 var File_scheduler_v1_scheduler_proto protoreflect.FileDescriptor
 
 const file_scheduler_v1_scheduler_proto_rawDesc = "" +
@@ -1341,7 +1480,7 @@ const file_scheduler_v1_scheduler_proto_rawDesc = "" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12/\n" +
 	"\x05split\x18\x03 \x01(\v2\x19.locus.scheduler.v1.SplitR\x05split\x12\x17\n" +
-	"\await_ms\x18\x04 \x01(\x03R\x06waitMs\"\x89\x02\n" +
+	"\await_ms\x18\x04 \x01(\x03R\x06waitMs\"\xa6\x02\n" +
 	"\tPlacement\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\tR\x04task\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x18\n" +
@@ -1352,7 +1491,9 @@ const file_scheduler_v1_scheduler_proto_rawDesc = "" +
 	"\x05owner\x18\a \x01(\tR\x05owner\x12\x1d\n" +
 	"\n" +
 	"ring_epoch\x18\b \x01(\x04R\tringEpoch\x12\x14\n" +
-	"\x05error\x18\t \x01(\tR\x05error\"P\n" +
+	"\x05error\x18\t \x01(\tR\x05error\x12\x1b\n" +
+	"\twaited_ms\x18\n" +
+	" \x01(\x03R\bwaitedMs\"P\n" +
 	"\tBatchTask\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\tR\x04task\x12/\n" +
 	"\x05split\x18\x02 \x01(\v2\x19.locus.scheduler.v1.SplitR\x05split\"s\n" +
@@ -1405,7 +1546,7 @@ const file_scheduler_v1_scheduler_proto_rawDesc = "" +
 	"\x0epeer_hit_bytes\x18\x04 \x01(\x03R\fpeerHitBytes\x12\x1d\n" +
 	"\n" +
 	"miss_bytes\x18\x05 \x01(\x03R\tmissBytes\x12\x1b\n" +
-	"\thit_ratio\x18\x06 \x01(\x01R\bhitRatio\"\xc6\x03\n" +
+	"\thit_ratio\x18\x06 \x01(\x01R\bhitRatio\"\xbf\x05\n" +
 	"\x13JobCountersResponse\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12(\n" +
 	"\x10data_local_tasks\x18\x02 \x01(\x03R\x0edataLocalTasks\x12(\n" +
@@ -1416,11 +1557,20 @@ const file_scheduler_v1_scheduler_proto_rawDesc = "" +
 	"lost_tasks\x18\x06 \x01(\x03R\tlostTasks\x12\x1b\n" +
 	"\thit_ratio\x18\a \x01(\x01R\bhitRatio\x12X\n" +
 	"\vby_locality\x18\b \x03(\v27.locus.scheduler.v1.JobCountersResponse.ByLocalityEntryR\n" +
-	"byLocality\x1ab\n" +
+	"byLocality\x12'\n" +
+	"\x0fcompleted_tasks\x18\t \x01(\x03R\x0ecompletedTasks\x12!\n" +
+	"\fqueued_tasks\x18\n" +
+	" \x01(\x03R\vqueuedTasks\x12(\n" +
+	"\x10data_local_ratio\x18\v \x01(\x01R\x0edataLocalRatio\x12\x14\n" +
+	"\x05bytes\x18\f \x01(\x03R\x05bytes\x12&\n" +
+	"\x0flocal_hit_bytes\x18\r \x01(\x03R\rlocalHitBytes\x12$\n" +
+	"\x0epeer_hit_bytes\x18\x0e \x01(\x03R\fpeerHitBytes\x12\x1d\n" +
+	"\n" +
+	"miss_bytes\x18\x0f \x01(\x03R\tmissBytes\x1ab\n" +
 	"\x0fByLocalityEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x129\n" +
 	"\x05value\x18\x02 \x01(\v2#.locus.scheduler.v1.LocalityOutcomeR\x05value:\x028\x01\"\r\n" +
-	"\vRingRequest\"\xe2\x01\n" +
+	"\vRingRequest\"\x92\x02\n" +
 	"\x06Member\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
 	"\x04rack\x18\x02 \x01(\tR\x04rack\x12\x14\n" +
@@ -1430,13 +1580,28 @@ const file_scheduler_v1_scheduler_proto_rawDesc = "" +
 	"\x05slots\x18\x06 \x01(\x05R\x05slots\x12 \n" +
 	"\fslots_in_use\x18\a \x01(\x05R\n" +
 	"slotsInUse\x12%\n" +
-	"\x0ecapacity_bytes\x18\b \x01(\x03R\rcapacityBytes\"\x9b\x01\n" +
+	"\x0ecapacity_bytes\x18\b \x01(\x03R\rcapacityBytes\x12\x18\n" +
+	"\awaiting\x18\t \x01(\x05R\awaiting\x12\x14\n" +
+	"\x05share\x18\n" +
+	" \x01(\x01R\x05share\"\xdc\x02\n" +
 	"\fRingResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1d\n" +
 	"\n" +
 	"block_size\x18\x02 \x01(\x03R\tblockSize\x12 \n" +
 	"\vreplication\x18\x03 \x01(\x05R\vreplication\x124\n" +
-	"\amembers\x18\x04 \x03(\v2\x1a.locus.scheduler.v1.MemberR\amembers*p\n" +
+	"\amembers\x18\x04 \x03(\v2\x1a.locus.scheduler.v1.MemberR\amembers\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x05 \x01(\x04R\n" +
+	"generation\x12(\n" +
+	"\x10locality_wait_ms\x18\x06 \x01(\x03R\x0elocalityWaitMs\x12\x1c\n" +
+	"\tscheduler\x18\a \x01(\tR\tscheduler\x12\x16\n" +
+	"\x06leader\x18\b \x01(\bR\x06leader\x12\x1f\n" +
+	"\vleader_http\x18\t \x01(\tR\n" +
+	"leaderHttp\x12\x1e\n" +
+	"\n" +
+	"standalone\x18\n" +
+	" \x01(\bR\n" +
+	"standalone*p\n" +
 	"\bLocality\x12\x18\n" +
 	"\x14LOCALITY_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LOCALITY_DATA_LOCAL\x10\x01\x12\x17\n" +
