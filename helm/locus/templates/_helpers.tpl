@@ -277,7 +277,7 @@ reserved for root, about 2% for the journal and inode tables) plus the
 cache's own reserve (min(5%, 1GiB) of the file system kept free): cache
 x 1.09 + 1GiB, measured at 1GiB to 200GiB (internal/chart,
 TestCacheVolumeFitsCacheOnExt4). An upgrade keeps a live claim at least
-this large.
+this large, or at least the size the values give (locus.cachenode.claimSize).
 */}}
 {{- define "locus.cachenode.minVolumeMiB" -}}
 {{- $cache := include "locus.cachenode.cacheMiB" . | int64 -}}
@@ -312,7 +312,11 @@ locus.cachenode.claimSize is the storage request of the StatefulSet's
 (the API server refuses the whole upgrade), but their size follows
 cachenode.cacheSize, a value operators raise. So on an upgrade the chart
 looks the live StatefulSet up and keeps its claim size as long as the new
-cacheSize fits in it (with the headroom); a cache that no longer fits, an
+cacheSize fits in it: the claim is at least what an install with these
+values would get (so unchanged values always upgrade, whatever
+persistence.size or headroomPercent the install took), or at least
+locus.cachenode.minVolumeMiB (a smaller cache, or a lower headroom, on
+the old claim). A cache that no longer fits, an
 explicit persistence.size other than the live one, or persistence turned
 on or off fails rendering with the steps that apply the change. Under
 `helm template` (no cluster) lookup finds nothing: the size from values.
@@ -338,7 +342,8 @@ on or off fails rendering with the steps that apply the change. Under
 {{- if and .Values.cachenode.persistence.size (ne $liveMiB $wantMiB) -}}
 {{- fail (printf "cachenode.persistence.size is %s but the running StatefulSet %s claims %s. %s" (toString .Values.cachenode.persistence.size) $sts.metadata.name $live $steps) -}}
 {{- end -}}
-{{- if gt (include "locus.cachenode.minVolumeMiB" . | int64) $liveMiB -}}
+{{- /* The cache fits the live claim if a new install with these values would claim no more (the values' own rule), or if the claim holds the cache on ext4. */ -}}
+{{- if and (gt (include "locus.cachenode.minVolumeMiB" . | int64) $liveMiB) (gt $wantMiB $liveMiB) -}}
 {{- fail (printf "the cache size (cachenode.cacheSize %s, or --cache-size in cachenode.extraArgs) no longer fits the running StatefulSet %s's claims of %s (it needs at least %sMi on ext4; a new install gets %s). %s" (toString .Values.cachenode.cacheSize) $sts.metadata.name $live (include "locus.cachenode.minVolumeMiB" .) $want $steps) -}}
 {{- end -}}
 {{- $live -}}
