@@ -185,6 +185,55 @@ valueName default extraSeconds).
 {{- end -}}
 
 {{/*
+locus.flagSeconds is a duration flag's value in seconds as the daemon gets
+it: the last occurrence in args (a component's extraArgs, which win), else
+the value, else the daemon's default. Call with (list args "flag-name"
+value default "value.name").
+*/}}
+{{- define "locus.flagSeconds" -}}
+{{- $d := index . 3 -}}
+{{- $what := index . 4 -}}
+{{- $v := index . 2 -}}
+{{- if and (not (kindIs "invalid" $v)) (ne (toString $v) "") -}}
+{{- $d = $v -}}
+{{- end -}}
+{{- $x := include "locus.flagValue" (list (index . 0) (index . 1) false) -}}
+{{- if ne $x "" -}}
+{{- $d = $x -}}
+{{- $what = printf "extraArgs (--%s)" (index . 1) -}}
+{{- end -}}
+{{- include "locus.seconds" (list $what $d) -}}
+{{- end -}}
+
+{{/*
+locus.scheduler.startupProbe is the scheduler's startup probe: /healthz
+(a TCP check under mTLS, as the other probes) with
+scheduler.startupProbe's settings and a failureThreshold that lets it fail
+for as long as the scheduler may take before it serves HTTP: it reaches
+etcd first (--etcd-dial-timeout, default 5s), then joins the gossip
+(retrying for --join-timeout, default 30s; the chart's 2m), plus 30s. The
+liveness probe, checked only once this one succeeded, would otherwise kill
+a scheduler waiting for its first cache node about a minute in. A larger
+failureThreshold in the values is kept.
+*/}}
+{{- define "locus.scheduler.startupProbe" -}}
+{{- $s := .Values.scheduler -}}
+{{- $p := deepCopy (default dict $s.startupProbe) -}}
+{{- $period := float64 (default 5 $p.periodSeconds) -}}
+{{- $need := addf (include "locus.flagSeconds" (list $s.extraArgs "join-timeout" $s.joinTimeout "30s" "scheduler.joinTimeout")) 30 -}}
+{{- if $s.etcd.endpoints -}}
+{{- $need = addf $need (include "locus.flagSeconds" (list $s.extraArgs "etcd-dial-timeout" $s.etcd.dialTimeout "5s" "scheduler.etcd.dialTimeout")) -}}
+{{- end -}}
+{{- $threshold := add1 (int (ceil (divf $need $period))) -}}
+{{- if and $p.failureThreshold (gt (int $p.failureThreshold) $threshold) -}}
+{{- $threshold = int $p.failureThreshold -}}
+{{- end -}}
+{{- $_ := set $p "periodSeconds" (int $period) -}}
+{{- $_ := set $p "failureThreshold" $threshold -}}
+{{- include "locus.probe" (list . "/healthz" "http" $p) -}}
+{{- end -}}
+
+{{/*
 locus.flagValue is the value the last occurrence of a flag in args (a
 component's extraArgs, which come after the chart's flags and so win)
 gives it, read as Go's flag package reads it: -name=v or --name=v; -name
