@@ -163,6 +163,7 @@ func TestRenderedManifests(t *testing.T) {
 			checkAPIFields(t, m)
 			checkJoin(t, m, node, nc, sc)
 			checkCacheVolume(t, node, nc)
+			checkRAMTierFits(t, nc)
 			checkSecrets(t, m, nc, sc)
 			checkSecretChecksums(t, m, nc, sc)
 			checkSchedulerStrategy(t, sched, sc)
@@ -217,6 +218,13 @@ func TestBadValuesRefused(t *testing.T) {
 		{[]string{"gossipKey.key=0123456789abcdef"}, "set gossipKey.enabled=true to use the key"},
 		{[]string{"gossipKey.existingSecret=gk"}, "set gossipKey.enabled=true to use the key"},
 		{[]string{"cachenode.origin.file.root=/data"}, "cachenode.origin.file.volume is empty"},
+		// The RAM tier is the daemon's own memory: over the container's
+		// limit (less the daemon's ~1GiB) the pod is OOM-killed once it
+		// fills. (Was: rendered; the daemon checks only the machine's RAM.)
+		{[]string{"cachenode.memorySize=8GiB"}, "cachenode.resources.limits.memory (4Gi) must hold"},
+		{[]string{"cachenode.memorySize=4Gi", "cachenode.resources.limits.memory=4096Mi"}, "raise cachenode.resources.limits.memory"},
+		{[]string{"cachenode.extraArgs={--memory-size=3.5g}"}, "cachenode.extraArgs (--memory-size)"},
+		{[]string{"cachenode.memorySize=6GiB", "cachenode.resources.limits.memory=6.5G"}, "must hold"},
 		// The pod must outlive the daemon's own bound on its shutdown.
 		{[]string{"cachenode.drainTimeout=45s"}, "Raise cachenode.terminationGracePeriodSeconds above 60"},
 		{[]string{"cachenode.extraArgs={--drain-timeout=1m}"}, "Raise cachenode.terminationGracePeriodSeconds above 75"},

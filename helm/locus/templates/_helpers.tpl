@@ -150,8 +150,69 @@ Secret names and mount paths.
 {{- if lt (int .Values.cachenode.replicas) 1 -}}
 {{- fail "cachenode.replicas must be at least 1" -}}
 {{- end -}}
+{{- include "locus.validateRAMTier" . -}}
 {{- include "locus.validateGrace" (list .Values.cachenode "cachenode" "drain-timeout" "drainTimeout" "30s" 15) -}}
 {{- include "locus.validateGrace" (list .Values.scheduler "scheduler" "shutdown-timeout" "shutdownTimeout" "30s" 0) -}}
+{{- end -}}
+
+{{/*
+locus.validateRAMTier fails rendering when the cache node's RAM tier
+(--memory-size: cachenode.memorySize, or the last one in
+cachenode.extraArgs, which wins) plus 1GiB for the daemon itself is more
+than cachenode.resources.limits.memory. The tier is the daemon's own
+anonymous memory and the daemon checks it only against the machine's RAM
+(not the container's limit), so such a pod is OOM-killed once the tier
+fills, and again after each restart. Sizes the chart cannot read are left
+to the daemon.
+*/}}
+{{- define "locus.validateRAMTier" -}}
+{{- $c := .Values.cachenode -}}
+{{- $what := "cachenode.memorySize" -}}
+{{- $tier := $c.memorySize -}}
+{{- $x := include "locus.flagValue" (list $c.extraArgs "memory-size" false) -}}
+{{- if ne $x "" -}}
+{{- $tier = $x -}}
+{{- $what = "cachenode.extraArgs (--memory-size)" -}}
+{{- end -}}
+{{- $limit := dig "limits" "memory" "" (default dict $c.resources) -}}
+{{- if and (not (kindIs "invalid" $tier)) (ne (toString $tier) "") (ne (toString $limit) "") -}}
+{{- $tb := include "locus.daemonBytes" $tier -}}
+{{- $lb := include "locus.quantityBytes" $limit -}}
+{{- if and (ne $tb "") (ne $lb "") -}}
+{{- $need := addf (float64 $tb) 1073741824.0 -}}
+{{- if gt $need (float64 $lb) -}}
+{{- fail (printf "%s is %s: the RAM tier is the cache node's own memory, and cachenode.resources.limits.memory (%s) must hold it plus about 1GiB for the daemon itself, or the pod is OOM-killed once the tier fills: raise cachenode.resources.limits.memory to at least %dMi, or lower %s" $what (toString $tier) (toString $limit) (int64 (ceil (divf $need 1048576.0))) $what) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* locus.daemonBytes: a size as the daemons read it (internal/units: 8GiB, 1.5g, 500MB, plain bytes; and the Kubernetes 8Gi the chart passes as 8GiB) in bytes; empty when it is none of these. */}}
+{{- define "locus.daemonBytes" -}}
+{{- $s := lower (trim (toString .)) -}}
+{{- if or (kindIs "float64" .) (kindIs "int64" .) (kindIs "int" .) -}}
+{{- float64 . -}}
+{{- else if regexMatch "^[0-9]+(\\.[0-9]+)?[a-z]*$" $s -}}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $s -}}
+{{- $unit := trimPrefix $num $s -}}
+{{- $mult := dict "" 1.0 "b" 1.0 "k" 1024.0 "kib" 1024.0 "ki" 1024.0 "m" 1048576.0 "mib" 1048576.0 "mi" 1048576.0 "g" 1073741824.0 "gib" 1073741824.0 "gi" 1073741824.0 "t" 1099511627776.0 "tib" 1099511627776.0 "ti" 1099511627776.0 "kb" 1e3 "mb" 1e6 "gb" 1e9 "tb" 1e12 -}}
+{{- if hasKey $mult $unit -}}
+{{- mulf (float64 $num) (index $mult $unit) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* locus.quantityBytes: a Kubernetes memory quantity (4Gi, 4096Mi, 4G, 4294967296) in bytes; empty for a form it does not read. */}}
+{{- define "locus.quantityBytes" -}}
+{{- $s := toString . -}}
+{{- if or (kindIs "float64" .) (kindIs "int64" .) (kindIs "int" .) -}}
+{{- float64 . -}}
+{{- else if regexMatch "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$" $s -}}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $s -}}
+{{- $unit := trimPrefix $num $s -}}
+{{- $mult := dict "" 1.0 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18 -}}
+{{- mulf (float64 $num) (index $mult $unit) -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
