@@ -164,6 +164,7 @@ func TestRenderedManifests(t *testing.T) {
 			checkJoin(t, m, node, nc, sc)
 			checkCacheVolume(t, node, nc)
 			checkRAMTierFits(t, nc)
+			checkBlockSizesAgree(t, nc, sc)
 			checkSecrets(t, m, nc, sc)
 			checkSecretChecksums(t, m, nc, sc)
 			checkSchedulerStrategy(t, sched, sc)
@@ -225,6 +226,12 @@ func TestBadValuesRefused(t *testing.T) {
 		{[]string{"cachenode.memorySize=4Gi", "cachenode.resources.limits.memory=4096Mi"}, "raise cachenode.resources.limits.memory"},
 		{[]string{"cachenode.extraArgs={--memory-size=3.5g}"}, "cachenode.extraArgs (--memory-size)"},
 		{[]string{"cachenode.memorySize=6GiB", "cachenode.resources.limits.memory=6.5G"}, "must hold"},
+		// A scheduler whose block size is not the nodes' is never ready
+		// (503 "this scheduler's block size is 256 MiB but the cache nodes
+		// use 128 MiB"). (Was: rendered.)
+		{[]string{"scheduler.blockSize=256MiB"}, "scheduler.blockSize is 256MiB but the cache nodes' block size is 128MiB"},
+		{[]string{"cachenode.blockSize=256MiB", "scheduler.blockSize=128Mi"}, "leave scheduler.blockSize empty"},
+		{[]string{"cachenode.extraArgs={--block-size=64MiB}", "scheduler.blockSize=128MiB"}, "cachenode.extraArgs (--block-size)"},
 		// The pod must outlive the daemon's own bound on its shutdown.
 		{[]string{"cachenode.drainTimeout=45s"}, "Raise cachenode.terminationGracePeriodSeconds above 60"},
 		{[]string{"cachenode.extraArgs={--drain-timeout=1m}"}, "Raise cachenode.terminationGracePeriodSeconds above 75"},

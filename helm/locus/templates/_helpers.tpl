@@ -151,6 +151,7 @@ Secret names and mount paths.
 {{- fail "cachenode.replicas must be at least 1" -}}
 {{- end -}}
 {{- include "locus.validateRAMTier" . -}}
+{{- include "locus.validateBlockSize" . -}}
 {{- include "locus.validateGrace" (list .Values.cachenode "cachenode" "drain-timeout" "drainTimeout" "30s" 15) -}}
 {{- include "locus.validateGrace" (list .Values.scheduler "scheduler" "shutdown-timeout" "shutdownTimeout" "30s" 0) -}}
 {{- end -}}
@@ -183,6 +184,34 @@ to the daemon.
 {{- if gt $need (float64 $lb) -}}
 {{- fail (printf "%s is %s: the RAM tier is the cache node's own memory, and cachenode.resources.limits.memory (%s) must hold it plus about 1GiB for the daemon itself, or the pod is OOM-killed once the tier fills: raise cachenode.resources.limits.memory to at least %dMi, or lower %s" $what (toString $tier) (toString $limit) (int64 (ceil (divf $need 1048576.0))) $what) -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+locus.validateBlockSize fails rendering when the scheduler is given a
+block size (scheduler.blockSize, or --block-size in scheduler.extraArgs)
+other than the cache nodes' (cachenode.blockSize, or their extraArgs, or
+their default of 128MiB): such a scheduler answers every call 503 and is
+never ready. Unset, it takes the nodes'.
+*/}}
+{{- define "locus.validateBlockSize" -}}
+{{- $s := .Values.scheduler -}}
+{{- $c := .Values.cachenode -}}
+{{- $sWhat := "scheduler.blockSize" -}}
+{{- $sv := $s.blockSize -}}
+{{- $x := include "locus.flagValue" (list $s.extraArgs "block-size" false) -}}
+{{- if ne $x "" -}}{{- $sv = $x -}}{{- $sWhat = "scheduler.extraArgs (--block-size)" -}}{{- end -}}
+{{- $cWhat := "the cache nodes' block size" -}}
+{{- $cv := "128MiB" -}}
+{{- if and (not (kindIs "invalid" $c.blockSize)) (ne (toString $c.blockSize) "") -}}{{- $cv = $c.blockSize -}}{{- $cWhat = "cachenode.blockSize" -}}{{- end -}}
+{{- $y := include "locus.flagValue" (list $c.extraArgs "block-size" false) -}}
+{{- if ne $y "" -}}{{- $cv = $y -}}{{- $cWhat = "cachenode.extraArgs (--block-size)" -}}{{- end -}}
+{{- if and (not (kindIs "invalid" $sv)) (ne (toString $sv) "") -}}
+{{- $sb := include "locus.daemonBytes" $sv -}}
+{{- $cb := include "locus.daemonBytes" $cv -}}
+{{- if and (ne $sb "") (ne $cb "") (ne (float64 $sb) (float64 $cb)) -}}
+{{- fail (printf "%s is %s but the cache nodes' block size is %s (%s): the scheduler would answer every call 503 and never be ready: leave scheduler.blockSize empty (the scheduler takes the nodes'), or give both the same size" $sWhat (toString $sv) (toString $cv) $cWhat) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
