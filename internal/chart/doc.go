@@ -25,12 +25,16 @@
 //     pods: Secret files readable and the cache claim writable by the
 //     non-root user (fsGroup), a grace period longer than the daemon's own
 //     shutdown bound, a checksum annotation for each chart-made Secret,
-//     several schedulers spread over hosts under a PodDisruptionBudget, and
-//     advertised addresses that parse with an IPv4 or IPv6 pod IP.
+//     several schedulers spread over hosts under a PodDisruptionBudget,
+//     advertised addresses that parse with an IPv4 or IPv6 pod IP, a RAM
+//     tier that fits in the memory limit with 1GiB for the daemon, a
+//     scheduler startup probe that outlasts its etcd dial and gossip join,
+//     and a scheduler block size equal to the cache nodes'.
 //   - Upgrades: a fake API server on loopback answers helm's lookup of the
 //     running StatefulSet (helm template --dry-run=server), and the claim
 //     template keeps its live size (volumeClaimTemplates are immutable) or
-//     rendering fails with the steps to grow the claims.
+//     rendering fails with the steps to grow the claims; the values an
+//     install took always upgrade.
 //   - Every metric name in the dashboard's PromQL is one the daemons export
 //     in a real scrape of an in-process cache node and scheduler, and the
 //     dashboard in dashboards/ is byte-identical to the chart's copy.
