@@ -286,3 +286,28 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanDatasetManyFiles: PlanDataset keeps the footer of every file
+// it planned, however many files the dataset has (locusctl up --tasks
+// allows 10,000 row groups, 2,500 files). It took them back from a
+// FooterCache of the default bounds (1,024 footers), so a dataset of more
+// files failed with "footer of ... missing from the plan's cache".
+func TestPlanDatasetManyFiles(t *testing.T) {
+	const files = parquetx.DefaultFooterCacheEntries + 6
+	dir := t.TempDir()
+	ds, err := WriteDataset(context.Background(), dir, DatasetSpec{RowGroups: files, PerFile: 1, Rows: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := origin.NewFileStore(origin.FileConfig{Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanDataset(context.Background(), store, origin.URI{Scheme: "file", Path: dir + "/"}.String())
+	if err != nil {
+		t.Fatalf("PlanDataset of %d files: %v", len(ds.Files), err)
+	}
+	if len(p.Splits) != files || len(p.Footers) != files || p.Rows != files {
+		t.Fatalf("plan of %d files: %d splits, %d footers, %d rows; want %d of each", len(ds.Files), len(p.Splits), len(p.Footers), p.Rows, files)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -30,7 +31,10 @@ type Plan struct {
 // PlanDataset lists the Parquet objects under prefix in store and reads
 // their footers (parquetx.Plan): one split per row group.
 func PlanDataset(ctx context.Context, store origin.Store, prefix string) (*Plan, error) {
-	fc, err := parquetx.NewFooterCache(parquetx.FooterCacheConfig{})
+	// The plan keeps every footer it read (Footers), so the cache it takes
+	// them back from must not drop any: default bounds (1,024 footers,
+	// 64 MiB) lost those of a larger dataset.
+	fc, err := parquetx.NewFooterCache(parquetx.FooterCacheConfig{MaxEntries: math.MaxInt, MaxBytes: math.MaxInt64})
 	if err != nil {
 		return nil, err
 	}
