@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // FileConfig configures a FileStore.
@@ -157,8 +158,11 @@ func (s *FileStore) resolve(uri string, prefixOK bool) (URI, string, error) {
 func (s *FileStore) checkLinks(uri, rel string) (string, error) {
 	real, err := filepath.EvalSymlinks(filepath.Join(s.realRoot, rel))
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%w: %s", ErrNotFound, uri)
+		switch {
+		case noSuchFile(err):
+			return "", fmt.Errorf("%w: %s: %w", ErrNotFound, uri, err)
+		case errors.Is(err, fs.ErrPermission):
+			return "", fmt.Errorf("%w: %s: %w", ErrAccessDenied, uri, err)
 		}
 		return "", fmt.Errorf("origin: cannot resolve %q: %w", uri, err)
 	}
@@ -185,9 +189,19 @@ func (s *FileStore) open(uri string) (*os.File, error) {
 	return f, nil
 }
 
+// noSuchFile reports a lookup error that means no file has the name: it
+// does not exist, a component is a regular file (a directory replaced by
+// a file), a component is longer than the file system allows, or symbolic
+// links loop (filepath.EvalSymlinks says so in a plain error).
+func noSuchFile(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) ||
+		errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.ELOOP) ||
+		strings.Contains(err.Error(), "too many links")
+}
+
 func (s *FileStore) mapErr(uri string, err error) error {
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case noSuchFile(err):
 		return fmt.Errorf("%w: %s", ErrNotFound, uri)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%w: %s: %w", ErrAccessDenied, uri, err)
@@ -316,8 +330,11 @@ func (s *FileStore) List(ctx context.Context, prefix string, fn func(Info) error
 			return cerr
 		}
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // removed while walking
+			if noSuchFile(err) {
+				return nil // removed (or replaced by a file) while walking
+			}
+			if errors.Is(err, fs.ErrPermission) {
+				return fmt.Errorf("%w: cannot list %s: %w", ErrAccessDenied, prefix, err)
 			}
 			return fmt.Errorf("origin: cannot list %s: %w", prefix, err)
 		}
