@@ -536,6 +536,10 @@ func parseContentRange(s string) (start, end, total int64, ok bool) {
 // does not. Keys are decoded only when the answer says it is encoded
 // (its EncodingType element): a store that ignores the parameter
 // (versitygw 1.8 does) sends raw keys, in which "%" and "+" are literal.
+//
+// An answer List cannot trust fails the listing rather than end it early
+// or loop: a truncated page without a NextContinuationToken, a token the
+// store sent before, an entry without a Size.
 func (s *S3Store) List(ctx context.Context, prefix string, fn func(Info) error) error {
 	u, err := ParseURI(prefix)
 	if err != nil {
@@ -548,10 +552,13 @@ func (s *S3Store) List(ctx context.Context, prefix string, fn func(Info) error) 
 	if u.Key != "" {
 		in.Prefix = aws.String(u.Key)
 	}
-	pager := s3.NewListObjectsV2Paginator(s.client, in)
-	for pager.HasMorePages() {
+	// Not the SDK's paginator: it takes a truncated page without a
+	// NextContinuationToken for the last one (a silently partial
+	// listing) and follows a token it was given before for ever.
+	tokens := make(map[string]bool) // continuation tokens followed so far
+	for {
 		opCtx, cancel := s.withTimeout(ctx)
-		page, err := pager.NextPage(opCtx)
+		page, err := s.client.ListObjectsV2(opCtx, in)
 		cancel()
 		if err != nil {
 			return s.mapErr(ctx, "LIST", prefix, err)
@@ -567,6 +574,9 @@ func (s *S3Store) List(ctx context.Context, prefix string, fn func(Info) error) 
 			if strings.HasSuffix(key, "/") {
 				continue
 			}
+			if obj.Size == nil {
+				return fmt.Errorf("origin: s3 LIST %s: the store listed %q without its Size", prefix, key)
+			}
 			info := Info{
 				URI:     URI{Scheme: SchemeS3, Bucket: u.Bucket, Key: key}.String(),
 				Size:    aws.ToInt64(obj.Size),
@@ -580,8 +590,19 @@ func (s *S3Store) List(ctx context.Context, prefix string, fn func(Info) error) 
 				return err
 			}
 		}
+		if !aws.ToBool(page.IsTruncated) {
+			return nil
+		}
+		next := aws.ToString(page.NextContinuationToken)
+		switch {
+		case next == "":
+			return fmt.Errorf("origin: s3 LIST %s: the store sent a truncated page without a NextContinuationToken: cannot list the rest", prefix)
+		case tokens[next]:
+			return fmt.Errorf("origin: s3 LIST %s: the store sent the continuation token %q a second time: the listing would not end", prefix, next)
+		}
+		tokens[next] = true
+		in.ContinuationToken = aws.String(next)
 	}
-	return nil
 }
 
 func httpStatus(err error) int {
