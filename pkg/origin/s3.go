@@ -319,6 +319,11 @@ func (s *S3Store) head(opCtx, parent context.Context, u URI, ifMatch string) (In
 	if info.Version == "" {
 		return Info{}, fmt.Errorf("%w: HEAD %s", ErrNoVersion, u)
 	}
+	if out.ContentLength == nil || *out.ContentLength < 0 {
+		// HTTP lets a HEAD answer leave it out; reading it as 0 would
+		// serve the object empty under its real version.
+		return Info{}, fmt.Errorf("origin: s3 HEAD %s: the store sent no Content-Length, so the object's size is unknown", u)
+	}
 	return info, nil
 }
 
