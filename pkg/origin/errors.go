@@ -61,9 +61,10 @@ var (
 	ErrNoVersion = errors.New("origin: object has no version (ETag)")
 
 	// ErrRejected: the store refused the request as malformed (an HTTP 4xx
-	// other than 403, 404, 412 and 429): the key is not valid there, or
-	// the node's S3 region or endpoint is wrong. Not retried; the message
-	// carries the store's code.
+	// other than 403, 404, 412 and 429) or redirected it (3xx: AWS answers
+	// 301 to a request sent to another region's endpoint than the
+	// bucket's): the key is not valid there, or the node's S3 region or
+	// endpoint is wrong. Not retried; the message carries the store's code.
 	ErrRejected = errors.New("origin: the store rejected the request")
 )
 

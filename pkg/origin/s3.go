@@ -649,6 +649,18 @@ func (s *S3Store) mapErr(parent context.Context, op, what string, err error) err
 		// The store kept failing for every attempt allowed, the retry
 		// quota ran out, or the store cannot be reached.
 		return fmt.Errorf("%w: s3 %s %s: %w", ErrUnavailable, op, what, err)
+	case status >= 300 && status < 400:
+		// AWS answers 301 to a request sent to another region's
+		// endpoint than the bucket's, naming the bucket's region.
+		hint := ""
+		var re *awshttp.ResponseError
+		if errors.As(err, &re) && re.Response != nil {
+			if region := re.Response.Header.Get("x-amz-bucket-region"); region != "" {
+				hint = "; the bucket is in " + region
+			}
+		}
+		return fmt.Errorf("%w: s3 %s %s (HTTP %d %s: the store redirects the request: --origin-s3-region or --origin-s3-endpoint is wrong%s): %w",
+			ErrRejected, op, what, status, code, hint, err)
 	case status >= 400 && status < 500:
 		return fmt.Errorf("%w: s3 %s %s (HTTP %d %s: the key may not be valid for this store, or --origin-s3-region/--origin-s3-endpoint is wrong): %w",
 			ErrRejected, op, what, status, code, err)
