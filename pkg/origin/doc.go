@@ -35,8 +35,9 @@
 // supports a custom endpoint and path-style addressing for S3-compatible
 // stores, and retries 5xx, throttling and broken connections with
 // exponential backoff and full jitter, up to MaxAttempts and within
-// Timeout. A response body that breaks off mid-transfer is resumed with
-// the same If-Match; it is never returned short. Stat and ReadAt take a
+// Timeout. A response body that breaks off mid-transfer, or stalls for
+// ResponseHeaderTimeout, is resumed with the same If-Match; it is never
+// returned short. Stat and ReadAt take a
 // key ending in "/" as S3 does: a directory marker is an object (the
 // cache node itself refuses such URIs as listing prefixes); List leaves
 // markers out.

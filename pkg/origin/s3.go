@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -71,7 +72,9 @@ type S3Config struct {
 	// ErrTimeout and context.DeadlineExceeded. Default 30s.
 	Timeout time.Duration
 	// ResponseHeaderTimeout bounds the wait for response headers of one
-	// attempt; an attempt past it is retried. Default 10s.
+	// attempt, and a GET body's wait for its next bytes (a connection
+	// that stalls mid-body); an attempt past it is retried (a body is
+	// resumed), within MaxAttempts and Timeout. Default 10s.
 	ResponseHeaderTimeout time.Duration
 	// MaxIdleConnsPerHost is the number of kept-alive connections to the
 	// endpoint: set it to at least the number of concurrent range GETs so
@@ -79,8 +82,8 @@ type S3Config struct {
 	MaxIdleConnsPerHost int
 
 	// HTTPClient, if set, replaces the tuned HTTP client built from the
-	// fields above (ResponseHeaderTimeout and MaxIdleConnsPerHost are then
-	// ignored). With AWS_CA_BUNDLE set, the SDK can only install the bundle
+	// fields above (MaxIdleConnsPerHost and ResponseHeaderTimeout's bound
+	// on headers are then ignored; its bound on a stalled body is not). With AWS_CA_BUNDLE set, the SDK can only install the bundle
 	// into an *awshttp.BuildableClient and refuses other clients.
 	HTTPClient aws.HTTPClient
 	// Observe, if set, is called after every HTTP attempt (retries
@@ -328,9 +331,10 @@ func (s *S3Store) head(opCtx, parent context.Context, u URI, ifMatch string) (In
 }
 
 // ReadAt implements Store with a ranged GetObject carrying If-Match.
-// A response body that breaks off early is resumed (same If-Match) for the
-// missing bytes, within MaxAttempts and Timeout; a body shorter than its
-// Content-Range promised is never returned as data.
+// A response body that breaks off early, or sends nothing for
+// ResponseHeaderTimeout, is resumed (same If-Match) for the missing bytes,
+// within MaxAttempts and Timeout; a body shorter than its Content-Range
+// promised is never returned as data.
 func (s *S3Store) ReadAt(ctx context.Context, uri, version string, p []byte, off int64) (int, error) {
 	u, err := s.object(uri)
 	if err != nil {
@@ -369,6 +373,11 @@ func (s *S3Store) ReadAt(ctx context.Context, uri, version string, p []byte, off
 			return n, err
 		}
 		if attempt >= s.cfg.MaxAttempts {
+			if errors.Is(be.err, errBodyStalled) {
+				// A hanging store, as when every attempt waits past
+				// ResponseHeaderTimeout for headers.
+				return n, fmt.Errorf("%w: GET %s: response body broke off or stalled %d times, last: %w", ErrTimeout, uri, attempt, errors.Join(context.DeadlineExceeded, be.err))
+			}
 			return n, fmt.Errorf("%w: GET %s: response body broke off %d times, last: %w", ErrUnavailable, uri, attempt, be.err)
 		}
 		if err := sleepCtx(opCtx, s.backoff(attempt)); err != nil {
@@ -396,6 +405,46 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// errBodyStalled: no byte of a response body arrived for
+// ResponseHeaderTimeout; the request was abandoned (and is resumed).
+var errBodyStalled = errors.New("origin: the response body stalled (no bytes for ResponseHeaderTimeout)")
+
+// stallReader reads a response body and abandons its request (cancels
+// its context, which closes the connection and fails the pending Read)
+// when one Read waits longer than idle, so that a stalled connection is
+// resumed like a broken one instead of holding the call until Timeout.
+type stallReader struct {
+	r       io.Reader
+	idle    time.Duration
+	timer   *time.Timer // nil when idle is 0 (no bound)
+	stalled atomic.Bool // the timer fired: the request was abandoned
+}
+
+func newStallReader(r io.Reader, idle time.Duration, abandon context.CancelFunc) *stallReader {
+	sr := &stallReader{r: r, idle: idle}
+	if idle > 0 {
+		sr.timer = time.AfterFunc(idle, func() { sr.stalled.Store(true); abandon() })
+	}
+	return sr
+}
+
+func (sr *stallReader) Read(p []byte) (int, error) {
+	if sr.timer != nil {
+		sr.timer.Reset(sr.idle)
+	}
+	n, err := sr.r.Read(p)
+	if err != nil && sr.stalled.Load() {
+		err = errBodyStalled
+	}
+	return n, err
+}
+
+func (sr *stallReader) stop() {
+	if sr.timer != nil {
+		sr.timer.Stop()
+	}
+}
+
 // bodyError marks a failure while reading a response body (retryable by
 // ReadAt's own loop; the SDK only retries until headers arrive).
 type bodyError struct{ err error }
@@ -416,7 +465,10 @@ func (s *S3Store) getRangeBody(opCtx, parent context.Context, u URI, version str
 	if ifMatchable(version) {
 		in.IfMatch = aws.String(version)
 	}
-	out, err := s.client.GetObject(opCtx, in)
+	// The request's own context, cancelled to abandon a stalled body.
+	reqCtx, abandon := context.WithCancel(opCtx)
+	defer abandon()
+	out, err := s.client.GetObject(reqCtx, in)
 	if err != nil {
 		if httpStatus(err) == http.StatusRequestedRangeNotSatisfiable {
 			return 0, s.afterRangeNotSatisfiable(opCtx, parent, u, version, off)
@@ -424,6 +476,8 @@ func (s *S3Store) getRangeBody(opCtx, parent context.Context, u URI, version str
 		return 0, s.mapErr(parent, "GET", u.String()+" "+rng, err)
 	}
 	defer out.Body.Close()
+	body := newStallReader(out.Body, s.cfg.ResponseHeaderTimeout, abandon)
+	defer body.stop()
 	got := NormalizeETag(aws.ToString(out.ETag))
 	*etag = got
 	if version != "" && got != "" && got != version {
@@ -453,12 +507,15 @@ func (s *S3Store) getRangeBody(opCtx, parent context.Context, u URI, version str
 		if off >= total {
 			return 0, io.EOF
 		}
-		if _, err := io.CopyN(io.Discard, out.Body, off); err != nil {
+		if _, err := io.CopyN(io.Discard, body, off); err != nil {
+			if opCtx.Err() != nil {
+				return 0, s.mapErr(parent, "GET", u.String()+" "+rng, opCtx.Err())
+			}
 			return 0, &bodyError{err}
 		}
 		want = min(want, total-off)
 	}
-	n, err := io.ReadFull(out.Body, p[:want])
+	n, err := io.ReadFull(body, p[:want])
 	if err != nil {
 		if opCtx.Err() != nil {
 			return n, s.mapErr(parent, "GET", u.String()+" "+rng, opCtx.Err())
