@@ -157,7 +157,8 @@ func (c *S3Config) validate() error {
 //
 // Versions are ETags. ReadAt sends If-Match with the ETag and also checks
 // the ETag of the response, so bytes of a rewritten object are never
-// returned under the old version (even from a store that ignores If-Match).
+// returned under the old version (even from a store that ignores If-Match);
+// a response without an ETag is refused with ErrNoVersion.
 //
 // Flexible checksums: recent SDKs compute request checksums and validate
 // response checksums by default, sending headers that some S3-compatible
@@ -480,7 +481,13 @@ func (s *S3Store) getRangeBody(opCtx, parent context.Context, u URI, version str
 	defer body.stop()
 	got := NormalizeETag(aws.ToString(out.ETag))
 	*etag = got
-	if version != "" && got != "" && got != version {
+	switch {
+	case version == "":
+	case got == "":
+		// Nothing says these bytes are of version: a proxy's own page,
+		// or a rewrite behind a store that ignores If-Match.
+		return 0, fmt.Errorf("%w: GET %s: asked for ETag %s, the store's answer has no ETag", ErrNoVersion, u, version)
+	case got != version:
 		return 0, fmt.Errorf("%w: GET %s: asked for ETag %s, store sent %s", ErrVersionChanged, u, version, got)
 	}
 	want := int64(len(p)) // bytes expected in this body
