@@ -26,8 +26,11 @@ type FileConfig struct {
 	// the same version for a file; a root that each node mounts itself
 	// with inode numbers of its own (most FUSE file systems) makes them
 	// disagree, and reads between the nodes fail. Such a root needs this,
-	// at a cost: a file replaced by one of the same size within one tick
-	// of the file clock keeps its version, and old bytes are served.
+	// at a cost: a file replaced by one of the same size keeps its
+	// version, and old bytes are served, when the replacement lands
+	// within one tick of the file clock or keeps the old mtime (rsync -a
+	// or -t, cp -p, touch -r: at any time), and so does a file rewritten
+	// in place whose mtime is then restored.
 	SizeMtimeVersions bool
 }
 
