@@ -120,7 +120,10 @@
 // bounded by the failure detector's worst case plus DeadNodeReclaimTime
 // and a margin (15.4 s with LANTuning and up to 10 members, 5.3 s with
 // LoopbackTuning); past it Join fails with ErrJoin naming the members that
-// still refuse the new address, and a later Join resumes the wait. In
+// still refuse the new address, and a later Join resumes the wait. A
+// member that never answers this node (alive in the gossip, unreachable
+// from here) refuses nothing: past the bound Join returns and logs a
+// warning naming it. In
 // practice a restart after a Leave is let in at once, one after a crash
 // waits what is left of DeadNodeReclaimTime (5 s with LANTuning) since
 // the death was declared, plus the failure detector's delay if it

@@ -186,8 +186,11 @@ func (m *Membership) GossipAddr() string { return m.ml.LocalNode().Address() }
 // member it can reach lists this node at its own address, exchanging state
 // with them every Tuning.ProbeInterval, and logs why it waits. The wait is
 // bounded by the failure detector's worst case plus DeadNodeReclaimTime
-// (Tuning's docs). A member with this id that answers a ping at the other
-// address is another live process: ErrDuplicateID at once.
+// (Tuning's docs); a member that never answers this node (alive in the
+// gossip, unreachable from here) does not fail the Join: once the bound
+// has passed and every member it reaches lists it, Join returns and logs
+// a warning naming them. A member with this id that answers a ping at the
+// other address is another live process: ErrDuplicateID at once.
 //
 // Errors: ErrBadAddress for a seed that does not parse (nothing contacted);
 // when no seed accepted this node, the reason the cluster refused it, an
@@ -259,10 +262,11 @@ func (m *Membership) exchange(seeds, addrs []string) (int, *joinAttempt, error) 
 // merge (n > 0) whose seed may still drop this node, or a refusal (prev
 // is alive or suspect, so the seed's list names a live member with this
 // node's id). It returns the seeds reached and nil once every member this
-// node knows and can reach lists it; ErrDuplicateID if prev answers a
-// ping (another live process has this id); ErrJoin past
-// Tuning.newAddressWait; err as is when a new exchange fails for another
-// reason.
+// node knows and can reach lists it, or past Tuning.newAddressWait when
+// the only members that do not are members it cannot reach; ErrDuplicateID
+// if prev answers a ping (another live process has this id); ErrJoin past
+// Tuning.newAddressWait while a member it reaches refuses; err as is when
+// a new exchange fails for another reason.
 func (m *Membership) awaitNewAddress(seeds, addrs []string, prev selfRecord, n int, err error) (int, error) {
 	t := m.cfg.Tuning
 	self := m.GossipAddr()
@@ -279,11 +283,21 @@ func (m *Membership) awaitNewAddress(seeds, addrs []string, prev selfRecord, n i
 			if pending == nil {
 				pending = m.othersSeedsFirst(addrs)
 			}
-			pending = m.confirm(pending, self)
+			var refused bool
+			pending, refused = m.confirm(pending, self)
 			if len(pending) == 0 {
 				m.clearUnconfirmed()
 				m.cfg.Logger.Info("membership: every member lists this node at its new address",
 					"node", m.cfg.Meta.ID, "addr", self, "previous", prev.addr, "waited", time.Since(began).Round(time.Millisecond))
+				return n, nil
+			}
+			if !refused && time.Since(began) > bound {
+				// Every member this node reaches lists it; the others
+				// never answered (alive in the gossip, but not to this
+				// node) and cannot be asked.
+				m.clearUnconfirmed()
+				m.cfg.Logger.Warn("membership: joined at the new address; members this node cannot reach may list it only after their next state exchange",
+					"node", m.cfg.Meta.ID, "addr", self, "previous", prev.addr, "unreachable", pending, "waited", time.Since(began).Round(time.Millisecond))
 				return n, nil
 			}
 		case prev.live():
@@ -370,11 +384,11 @@ func (m *Membership) othersSeedsFirst(seedAddrs []string) []string {
 // member sends its list before it merges this node's state, so one that
 // does not list this node is asked once more at once. confirm stops at
 // the first member that still does not (the others most likely do not
-// either, until DeadNodeReclaimTime has passed). A member it cannot reach
-// stays pending while this node lists it, and is dropped once the failure
-// detector has removed it.
-func (m *Membership) confirm(pending []string, self string) []string {
-	var still []string
+// either, until DeadNodeReclaimTime has passed) and reports refused. A
+// member it cannot reach stays pending while this node lists it, and is
+// dropped once the failure detector has removed it; if none refused, the
+// pending ones are all members it could not reach.
+func (m *Membership) confirm(pending []string, self string) (still []string, refused bool) {
 	for i, addr := range pending {
 		n, at, _ := m.exchange([]string{addr}, []string{addr})
 		if n > 0 && !at.accepted(self) {
@@ -383,12 +397,12 @@ func (m *Membership) confirm(pending []string, self string) []string {
 		switch {
 		case n > 0 && at.accepted(self):
 		case n > 0:
-			return append(still, pending[i:]...)
+			return append(still, pending[i:]...), true
 		case m.lists(addr):
 			still = append(still, addr)
 		}
 	}
-	return still
+	return still, false
 }
 
 // lists reports whether this node lists a member at gossip address addr.

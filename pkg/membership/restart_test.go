@@ -203,3 +203,59 @@ func TestRestartAtNewAddressBound(t *testing.T) {
 		t.Fatalf("Join returned success but b does not list c at %s: %s", c.GossipAddr(), membershiptest.Describe(ms[1].View()))
 	}
 }
+
+// TestRestartAtNewAddressUnreachableMember: a member that stays alive in
+// the gossip but that the restarted node cannot reach (here u, whose
+// advertised address nobody listens on: the others' probes fail, and it
+// refutes the suspicion at its own push/pulls, every 500 ms with
+// LoopbackTuning) cannot confirm the new
+// address, and must not make the restart fail. Join waits for the members
+// it can reach; once they all list the node and the bound has passed, it
+// returns success. Was: Join failed with ErrJoin saying that u "still
+// refuses" the new address (it was never reached), every Join after it
+// too, so the cache node, which retries ErrJoin for --join-timeout, exited
+// after 30 s and could not come back while u was in the cluster.
+func TestRestartAtNewAddressUnreachableMember(t *testing.T) {
+	cfgs := make([]membership.Config, 3)
+	for i, id := range []string{"a", "b", "c"} {
+		cfgs[i] = membershiptest.Config(membershiptest.CacheNode(id))
+		cfgs[i].Tuning = membership.LoopbackTuning()
+	}
+	ucfg := membershiptest.Config(membershiptest.CacheNode("u"))
+	// Bound on 127.0.0.58, announced on 127.0.0.59 (the same port, which
+	// memberlist advertises for a port-0 bind): nothing answers there.
+	ucfg.BindAddr, ucfg.AdvertiseAddr = "127.0.0.58:0", "127.0.0.59:0"
+	ms := membershiptest.StartConfigs(t, append(cfgs, ucfg)...)
+	u := ms[3].GossipAddr()
+	old := ms[2].GossipAddr()
+	_ = ms[2].Shutdown()
+	for _, m := range ms[:2] {
+		if _, err := m.WaitFor(ctxTimeout(t, 10*time.Second), func(v *membership.View) bool {
+			_, ok := v.Member("c")
+			return !ok
+		}); err != nil {
+			t.Fatalf("%s still lists c 10 s after it stopped: %s", m.LocalMeta().ID, membershiptest.Describe(m.View()))
+		}
+	}
+	if _, ok := ms[0].View().Member("u"); !ok {
+		t.Fatalf("u (advertised at %s) is no longer a member; the test needs it alive: %s", u, membershiptest.Describe(ms[0].View()))
+	}
+
+	c := start(t, cfgs[2])
+	began := time.Now()
+	k, err := c.Join([]string{ms[0].GossipAddr()})
+	took := time.Since(began)
+	if err != nil || k != 1 {
+		t.Fatalf("Join of c restarted at %s (was %s), with u unreachable at %s: got (%d, %v) after %v, want (1, nil)",
+			c.GossipAddr(), old, u, k, err, took.Round(time.Millisecond))
+	}
+	for _, m := range ms[:2] {
+		if _, err := m.WaitFor(ctxTimeout(t, 2*time.Second), func(v *membership.View) bool {
+			mem, ok := v.Member("c")
+			return ok && mem.GossipAddr == c.GossipAddr()
+		}); err != nil {
+			t.Fatalf("Join returned success but %s does not list c at %s: %s", m.LocalMeta().ID, c.GossipAddr(), membershiptest.Describe(m.View()))
+		}
+	}
+	t.Logf("c back at %s (was %s) with u unreachable at %s: Join returned after %v", c.GossipAddr(), old, u, took.Round(time.Millisecond))
+}
