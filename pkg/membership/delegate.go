@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,10 @@ type delegate struct {
 	selfAddr atomic.Pointer[string]    // this node's gossip address, once memberlist announced it
 	logger   *slog.Logger
 	kick     chan struct{} // capacity 1: "the table changed", coalesced
+	// conflicts (capacity 1) carries another address's claim on this
+	// node's id (NotifyConflict) to Membership.watchConflicts, which
+	// checks off memberlist's lock whether a live process makes it.
+	conflicts chan memberlist.Node
 
 	mu       sync.Mutex
 	members  map[string]Member     // guarded by mu: live (alive or suspect) members by id, self included
@@ -145,6 +150,7 @@ func newDelegate(meta NodeMeta, logger *slog.Logger) (*delegate, error) {
 		departed: make(map[string]departure),
 		warned:   make(map[string]string),
 	}
+	d.conflicts = make(chan memberlist.Node, 1)
 	d.local.Store(&localMeta{meta: meta, enc: enc})
 	return d, nil
 }
@@ -453,6 +459,12 @@ func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {
 	if existing.Name == d.name {
 		d.logger.Error("membership: another process claims this node's id; give every node a unique --node-id",
 			"node", existing.Name, "this", existing.Address(), "other", other.Address())
+		o := *other
+		o.Meta = slices.Clone(other.Meta)
+		select {
+		case d.conflicts <- o:
+		default: // a check is pending; the claim comes again with the next message
+		}
 		return
 	}
 	d.mu.Lock()

@@ -56,6 +56,13 @@
 //
 // (an *IncompatibleError, errors.Is ErrIncompatible; or ErrDuplicateID).
 //
+// Two cache nodes started with one id that join through different
+// members at the same time are both let in (neither seed lists the other
+// yet). Once they hear of each other, the one with the larger Boot shuts
+// its Membership down (Done closes, Err wraps ErrDuplicateID; the cache
+// node exits), and the members that listed it move to the other.
+// Observers only log such a conflict.
+//
 // # Views, epochs and the ring
 //
 // A Membership publishes a fresh View after every join, leave and metadata

@@ -47,7 +47,8 @@ var (
 	// memberlist node name) from a different address. Join returns it when
 	// this node's id is taken by a member that answers at its address (a
 	// silent one is taken for this node's own crashed previous incarnation:
-	// Join waits, see Membership.Join).
+	// Join waits, see Membership.Join). Membership.Err returns it when two
+	// processes with one id joined at the same time and this one stopped.
 	ErrDuplicateID = errors.New("membership: duplicate node id")
 
 	// ErrJoin: none of the seed addresses could be reached or completed a

@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -33,6 +34,9 @@ type Membership struct {
 
 	lifeMu sync.Mutex // guards closed, and orders Leave and Shutdown
 	closed bool       // guarded by lifeMu
+
+	fatal     atomic.Pointer[error] // why the Membership shut itself down (Err); set before it closes stop
+	boundPort int                   // the gossip port bound (Config.BindAddr's, or the one picked for port 0)
 }
 
 // New validates cfg, binds the gossip address and starts a one-member
@@ -93,12 +97,105 @@ func New(cfg Config) (*Membership, error) {
 		del:  del,
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
+
+		boundPort: mc.BindPort, // memberlist.Create sets the port it picked for 0
 	}
 	// Create announced this node (NotifyJoin for self): publish the first
 	// View now, so View is never nil, then hand over to the publisher.
 	m.publish()
 	go m.publishLoop()
+	go m.watchConflicts()
 	return m, nil
+}
+
+// watchConflicts settles claims on this node's id from another address
+// (delegate.NotifyConflict) until the Membership shuts down. Two processes
+// started with one id that join through different members at the same
+// time are both let in (neither seed lists the other yet); each member
+// then keeps whichever address it heard of first, and nothing ever
+// changes that: the cluster would disagree for good on where the node is,
+// under one ring epoch. So when the claimant answers a ping for this id
+// (a live process, not the news of a previous incarnation) and both are
+// cache nodes, one of the two stops: the one whose Boot is larger (its
+// gossip address breaks a tie). It records the reason for Err and shuts
+// down, and the members that listed it move to the other once the failure
+// detector has declared it dead. An observer never stops itself (the
+// scheduler does not watch Err); it, and a cache node whose claimant is
+// an observer, only log.
+func (m *Membership) watchConflicts() {
+	for {
+		select {
+		case <-m.stop:
+			return
+		case other := <-m.del.conflicts:
+			m.resolveConflict(other)
+		}
+	}
+}
+
+func (m *Membership) resolveConflict(other memberlist.Node) {
+	ua := &net.UDPAddr{IP: other.Addr, Port: int(other.Port)}
+	if m.mayBeSelf(ua) {
+		return // this process would answer the ping itself
+	}
+	if _, err := m.ml.Ping(m.cfg.Meta.ID, ua); err != nil {
+		return // silent: news of a previous incarnation, or gone already
+	}
+	var theirs NodeMeta
+	derr := theirs.UnmarshalBinary(other.Meta)
+	self, mine := m.GossipAddr(), m.LocalMeta()
+	if derr != nil || mine.IsObserver() || theirs.IsObserver() ||
+		mine.Boot < theirs.Boot || mine.Boot == theirs.Boot && self < other.Address() {
+		m.del.logOnce(m.cfg.Meta.ID, "keeps "+other.Address(), slog.LevelError,
+			"membership: another live process uses this node's id; this one keeps running (give every node a unique --node-id)",
+			"node", m.cfg.Meta.ID, "this", self, "other", other.Address())
+		return
+	}
+	err := fmt.Errorf("%w: node id %q is also used by a live member at %s (this node is %s), which joined at the same time; this node leaves the gossip to it: give every node a unique --node-id",
+		ErrDuplicateID, m.cfg.Meta.ID, other.Address(), self)
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	if m.closed {
+		return
+	}
+	m.cfg.Logger.Error("membership: stopping", "err", err)
+	m.fatal.Store(&err)
+	m.shutdownLocked() // no goodbye: a leave message for this id could mark the other process left
+}
+
+// mayBeSelf reports whether a ping to a could reach this very process:
+// it is bound to a wildcard address on a's port, and a's IP is one of
+// this host's (a node whose advertised address changed between two of the
+// host's addresses sees news of itself at the old one).
+func (m *Membership) mayBeSelf(a *net.UDPAddr) bool {
+	if a.Port != m.boundPort || !net.ParseIP(m.cfg.bindIP).IsUnspecified() {
+		return false
+	}
+	if a.IP.IsLoopback() {
+		return true
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return true
+	}
+	for _, ia := range addrs {
+		if n, ok := ia.(*net.IPNet); ok && n.IP.Equal(a.IP) {
+			return true
+		}
+	}
+	return false
+}
+
+// Err returns why the Membership shut itself down, closing Done: an error
+// wrapping ErrDuplicateID when another live process uses its id and
+// joined at the same time (see Join). It is nil while it runs and after
+// Leave or Shutdown. Callers that watch Done should stop on a non-nil Err:
+// the node is no longer in the cluster.
+func (m *Membership) Err() error {
+	if p := m.fatal.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // publishLoop builds and publishes a View each time the delegate reports a
@@ -132,7 +229,8 @@ func (m *Membership) publish() {
 // View returns the current View. It never returns nil and never blocks.
 func (m *Membership) View() *View { return m.view.Load() }
 
-// Done returns a channel closed when the Membership is shut down.
+// Done returns a channel closed when the Membership is shut down: by
+// Leave or Shutdown, or by itself (then Err says why).
 func (m *Membership) Done() <-chan struct{} { return m.stop }
 
 // WaitFor blocks until cond holds for the current View and returns that View.
@@ -190,7 +288,10 @@ func (m *Membership) GossipAddr() string { return m.ml.LocalNode().Address() }
 // gossip, unreachable from here) does not fail the Join: once the bound
 // has passed and every member it reaches lists it, Join returns and logs
 // a warning naming them. A member with this id that answers a ping at the
-// other address is another live process: ErrDuplicateID at once.
+// other address is another live process: ErrDuplicateID at once. (One
+// that joins through another member at the same time as this node is
+// let in too; one of the two stops once they hear of each other: see
+// Err.)
 //
 // Errors: ErrBadAddress for a seed that does not parse (nothing contacted);
 // when no seed accepted this node, the reason the cluster refused it, an

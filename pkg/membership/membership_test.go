@@ -287,6 +287,93 @@ func TestRefusesDuplicateID(t *testing.T) {
 	}
 }
 
+// TestDuplicateIDJoinRace: two processes started with one id join through
+// different members at the same time. Neither seed lists the other yet, so
+// both Joins succeed; then each member keeps the address it heard of
+// first. One of the two must stop (Done closes, Err wraps ErrDuplicateID)
+// and every member then list the id at the other's address. Was: both
+// kept running and the cluster disagreed on the node's address for good,
+// under one epoch (a listed b at one process, c at the other), with only
+// error logs to tell.
+func TestDuplicateIDJoinRace(t *testing.T) {
+	ms := membershiptest.Start(t, cacheNodes("a", "c")...)
+	b := []*membership.Membership{
+		start(t, membershiptest.Config(membershiptest.CacheNode("b"))),
+		start(t, membershiptest.Config(membershiptest.CacheNode("b"))),
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range b {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = b[i].Join([]string{ms[i].GossipAddr()})
+		}()
+	}
+	wg.Wait()
+	joined := time.Now()
+	for i, err := range errs {
+		if err != nil && !errors.Is(err, membership.ErrDuplicateID) {
+			t.Fatalf("b at %s: Join: %v", b[i].GossipAddr(), err)
+		}
+		if err != nil {
+			_ = b[i].Shutdown() // what the cache node does: it exits
+		}
+	}
+	t.Logf("Joins: %v", errs)
+
+	// One of them stops, the other runs on.
+	var survivor *membership.Membership
+	deadline := time.After(10 * time.Second)
+	for survivor == nil {
+		var open []*membership.Membership
+		for i, m := range b {
+			select {
+			case <-m.Done():
+				if errs[i] == nil && !errors.Is(m.Err(), membership.ErrDuplicateID) {
+					t.Fatalf("b at %s stopped with Err() = %v, want ErrDuplicateID", m.GossipAddr(), m.Err())
+				}
+			default:
+				open = append(open, m)
+			}
+		}
+		switch len(open) {
+		case 0:
+			t.Fatalf("both processes with id b stopped (Joins: %v; Err: %v, %v)", errs, b[0].Err(), b[1].Err())
+		case 1:
+			survivor = open[0]
+			continue
+		}
+		select {
+		case <-deadline:
+			var views []string
+			for _, m := range ms {
+				mem, _ := m.View().Member("b")
+				views = append(views, m.LocalMeta().ID+" lists b at "+mem.GossipAddr)
+			}
+			t.Fatalf("both processes with id b (%s, %s) still run 10 s after joining: %s", b[0].GossipAddr(), b[1].GossipAddr(), strings.Join(views, "; "))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := survivor.Err(); err != nil {
+		t.Errorf("the survivor's Err() = %v, want nil", err)
+	}
+	stopped := time.Since(joined)
+	// Every member lists b at the survivor's address: the one that listed
+	// the other once the failure detector declares it dead, and
+	// DeadNodeReclaimTime has passed.
+	for _, m := range ms {
+		if _, err := m.WaitFor(ctxTimeout(t, 10*time.Second), func(v *membership.View) bool {
+			mem, ok := v.Member("b")
+			return ok && mem.GossipAddr == survivor.GossipAddr()
+		}); err != nil {
+			t.Errorf("%s does not list b at the survivor's %s: %s", m.LocalMeta().ID, survivor.GossipAddr(), membershiptest.Describe(m.View()))
+		}
+	}
+	t.Logf("one b stopped %v after the Joins; every member listed the survivor after %v",
+		stopped.Round(time.Millisecond), time.Since(joined).Round(time.Millisecond))
+}
+
 func TestGossipEncryption(t *testing.T) {
 	dir := t.TempDir()
 	writeKey := func(name string, key []byte) string {

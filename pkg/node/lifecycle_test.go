@@ -348,3 +348,60 @@ func TestCachelessNodeOwnsNothing(t *testing.T) {
 			s.OriginBytes, s.PeerHitBytes, size, bytes.Equal(got, data))
 	}
 }
+
+// TestDuplicateIDJoinRaceEndsOneNode: two nodes started with one id join
+// through different members at the same time, so both are let in; the
+// one whose gossip stops (membership.Membership.Err) reports it on
+// ServeErr, which makes the daemon exit, and the other keeps running.
+// Was: both ran on, and the cluster disagreed for good on which of them
+// the id named.
+func TestDuplicateIDJoinRaceEndsOneNode(t *testing.T) {
+	mem := origintest.NewMemStore()
+	c := nodetest.Start(t, nodetest.Options{N: 2, Origin: mem})
+	dups := make([]*node.Node, 2)
+	for i := range dups {
+		cfg := c.Config(t, 2+i, c.Nodes[i].GossipAddr())
+		cfg.ID = "dup"
+		n, err := node.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			n.Stop(ctx)
+		})
+		dups[i] = n
+	}
+	errs := make(chan error, 2)
+	for _, n := range dups {
+		go func() { errs <- n.Start(context.Background()) }()
+	}
+	for range dups {
+		switch err := <-errs; {
+		case errors.Is(err, membership.ErrDuplicateID):
+			t.Skipf("the Joins did not overlap: one Start was refused at once (%v)", err)
+		case err != nil:
+			t.Fatalf("Start: %v", err)
+		}
+	}
+	select {
+	case err := <-dups[0].ServeErr():
+		if !errors.Is(err, membership.ErrDuplicateID) {
+			t.Fatalf("ServeErr: %v, want ErrDuplicateID", err)
+		}
+		t.Logf("dup at %s: %v", dups[0].GossipAddr(), err)
+	case err := <-dups[1].ServeErr():
+		if !errors.Is(err, membership.ErrDuplicateID) {
+			t.Fatalf("ServeErr: %v, want ErrDuplicateID", err)
+		}
+		t.Logf("dup at %s: %v", dups[1].GossipAddr(), err)
+	case <-time.After(10 * time.Second):
+		var where []string
+		for _, n := range c.Nodes {
+			m, _ := n.View().Member("dup")
+			where = append(where, n.ID()+" lists dup at "+m.GossipAddr)
+		}
+		t.Fatalf("both nodes with id dup still run 10 s after starting, no ServeErr: %s", strings.Join(where, "; "))
+	}
+}

@@ -89,7 +89,7 @@ func New(cfg Config) (_ *Node, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), done: make(chan struct{}), serveErr: make(chan error, 2)}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), done: make(chan struct{}), serveErr: make(chan error, 3)}
 	var cleanup []func()
 	defer func() {
 		if err != nil {
@@ -335,13 +335,21 @@ func (n *Node) watchViews() {
 	v := n.members.View()
 	epoch, prev := v.Epoch, v
 	var rj *rejoiner
+	var gossipDone <-chan struct{} // the gossip stopping by itself ends the node (ServeErr)
 	if n.gossip != nil {
 		rj = newRejoiner(v)
 		go n.rejoinLoop(rj, rejoinInterval(n.cfg.GossipTuning))
+		gossipDone = n.gossip.Done()
 	}
 	for {
 		select {
 		case <-v.Changed():
+		case <-gossipDone:
+			gossipDone = nil
+			if err := n.gossip.Err(); err != nil {
+				n.serveErr <- fmt.Errorf("node: the gossip stopped: %w", err)
+			}
+			continue
 		case <-n.done:
 			return
 		}
@@ -527,7 +535,8 @@ func (n *Node) Abort() {
 func (n *Node) Done() <-chan struct{} { return n.done }
 
 // ServeErr returns a channel that receives an error if the gRPC or HTTP
-// server fails while running.
+// server fails while running, or if the gossip stops by itself (another
+// live process uses this node's id: membership.Membership.Err).
 func (n *Node) ServeErr() <-chan error { return n.serveErr }
 
 // ID returns the node id.
