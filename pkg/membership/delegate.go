@@ -2,10 +2,12 @@ package membership
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +73,41 @@ type joinAttempt struct {
 	seeds    map[string]bool // the ip:port addresses dialed
 	refusals []error         // refusals of those seeds' lists (this node's side of its own Join)
 	self     []selfRecord    // what each of those lists said about this node's id
+	// stray are the refusals of lists that named no seed address while
+	// the attempt ran: another node's join, or a seed dialed at an address
+	// it does not advertise (see adoptStray).
+	stray []strayRefusal
+}
+
+// strayRefusal is a refused list that named none of an attempt's seeds,
+// and what it said about this node's id.
+type strayRefusal struct {
+	err error
+	rec selfRecord
+}
+
+// adoptStray takes as the attempt's own the stray refusals that memberlist
+// returned for it: joinErr (memberlist's Join error, which quotes each
+// merge's refusal) names them. They are the refusals of seeds dialed at
+// an address their lists do not name (a NAT, a Service address, a seed
+// bound to 0.0.0.0 and dialed at another of its addresses); another
+// node's join refused meanwhile is not named there. The caller owns a
+// (after endJoin).
+func (a *joinAttempt) adoptStray(joinErr string) {
+	for _, s := range a.stray {
+		if !strings.Contains(joinErr, s.err.Error()) {
+			continue
+		}
+		err := s.err
+		var ie *IncompatibleError
+		if errors.As(err, &ie) {
+			own := *ie
+			own.Joining = true
+			err = &own
+		}
+		a.refusals = append(a.refusals, err)
+		a.self = append(a.self, s.rec)
+	}
 }
 
 // selfRecord is what one member list said about this node's own id.
@@ -337,9 +374,13 @@ func (d *delegate) reference(peer string) NodeMeta {
 // first is this node's own Join's outcome: a refusal there is what Join
 // returns, phrased as this node's misfit; a refusal of a newcomer is the
 // newcomer's (was: any refusal during a Join in flight was Join's, so a
-// healthy node whose seed was slow exited with a misfit's error). A seed's
-// list also tells this node's Join whether the seed lists this node, or
-// a previous incarnation of its id at another address (see Join).
+// healthy node whose seed was slow exited with a misfit's error). A seed
+// dialed at an address its list does not name (a NAT, a Service address)
+// cannot be told from a newcomer here: its refusal is recorded as a stray
+// one, which Join takes as its own when memberlist returns it
+// (joinAttempt.adoptStray). A seed's list also tells this node's Join
+// whether the seed lists this node, or a previous incarnation of its id
+// at another address (see Join).
 func (d *delegate) NotifyMerge(peers []*memberlist.Node) error {
 	var self string
 	if p := d.selfAddr.Load(); p != nil {
@@ -373,17 +414,17 @@ func (d *delegate) NotifyMerge(peers []*memberlist.Node) error {
 			if addr == self {
 				continue // the other side already knows us
 			}
-			return d.refuse(mine, peer.Name, fmt.Errorf("%w: node id %q is already used by a live member at %s (this node is %s): give every node a unique --node-id",
+			return d.refuse(mine, rec, peer.Name, fmt.Errorf("%w: node id %q is already used by a live member at %s (this node is %s): give every node a unique --node-id",
 				ErrDuplicateID, peer.Name, addr, self))
 		}
 		if _, err := d.check(peer, joining); err != nil {
-			return d.refuse(mine, peer.Name, err)
+			return d.refuse(mine, rec, peer.Name, err)
 		}
 		d.mu.Lock()
 		known, ok := d.members[peer.Name]
 		d.mu.Unlock()
 		if ok && known.GossipAddr != addr {
-			return d.refuse(mine, peer.Name, fmt.Errorf("%w: member %q joins from %s but a live member with that id is at %s: give every node a unique --node-id "+
+			return d.refuse(mine, rec, peer.Name, fmt.Errorf("%w: member %q joins from %s but a live member with that id is at %s: give every node a unique --node-id "+
 				"(a member restarted at a new address is let in once the failure detector has declared its old address dead)",
 				ErrDuplicateID, peer.Name, addr, known.GossipAddr))
 		}
@@ -392,12 +433,19 @@ func (d *delegate) NotifyMerge(peers []*memberlist.Node) error {
 }
 
 // refuse records a merge refusal for the Joins in mine still in flight
-// (a Join's caller reads its attempt after endJoin) and logs it.
-func (d *delegate) refuse(mine []*joinAttempt, peer string, err error) error {
+// (a Join's caller reads its attempt after endJoin), or as a stray one
+// for every Join in flight when mine is empty (rec is what the list said
+// about this node's id), and logs it.
+func (d *delegate) refuse(mine []*joinAttempt, rec selfRecord, peer string, err error) error {
 	d.mu.Lock()
 	for _, a := range mine {
 		if d.attempts[a] {
 			a.refusals = append(a.refusals, err)
+		}
+	}
+	if len(mine) == 0 {
+		for a := range d.attempts {
+			a.stray = append(a.stray, strayRefusal{err: err, rec: rec})
 		}
 	}
 	d.mu.Unlock()

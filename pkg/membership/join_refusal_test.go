@@ -68,3 +68,52 @@ func TestJoinDoesNotReturnAnotherNodesRefusal(t *testing.T) {
 		t.Fatalf("A's Join: got (%d, %v), want ErrJoin", r.n, r.err)
 	}
 }
+
+// TestJoinThroughAnotherAddressOfTheSeed: the seed is dialed at an address
+// other than the one it advertises (bound to 0.0.0.0 and joined through
+// 127.0.0.1; a NAT, or a Service address in front of it), so its member
+// list does not name the address dialed. Its refusal is still this node's:
+// a misfit's Join fails at once with the *IncompatibleError that tells it
+// which block size to use, and a second live process with a member's id
+// gets ErrDuplicateID. Was: both got ErrJoin, which the cache node retries
+// for --join-timeout (30 s), with the cluster-side wording ("refusing
+// member "seed": its block size 128 MiB differs from this cluster's 64
+// MiB", the misfit's own block size named as the cluster's).
+func TestJoinThroughAnotherAddressOfTheSeed(t *testing.T) {
+	cfg := membershiptest.Config(membershiptest.CacheNode("seed"))
+	cfg.BindAddr, cfg.AdvertiseAddr = "0.0.0.0:0", "127.0.0.1:0"
+	seed, err := membership.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = seed.Shutdown() })
+	_, port, _ := net.SplitHostPort(seed.GossipAddr())
+	dial := net.JoinHostPort("127.0.0.2", port) // reaches the seed, which advertises 127.0.0.1
+
+	misfit := membershiptest.CacheNode("misfit")
+	misfit.BlockSize = 64 << 20
+	mcfg := membershiptest.Config(misfit)
+	mcfg.BindAddr = "127.0.0.2:0"
+	m, err := membership.New(mcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Shutdown() })
+	_, err = m.Join([]string{dial})
+	var ie *membership.IncompatibleError
+	if !errors.As(err, &ie) || !ie.Joining || ie.Local != 64<<20 || ie.Remote != 128<<20 {
+		t.Fatalf("misfit joining the seed at %s (it advertises %s): got %v, want this node's *IncompatibleError (64 MiB here, 128 MiB there)",
+			dial, seed.GossipAddr(), err)
+	}
+
+	dcfg := membershiptest.Config(membershiptest.CacheNode("seed"))
+	dcfg.BindAddr = "127.0.0.2:0"
+	dup, err := membership.New(dcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dup.Shutdown() })
+	if _, err := dup.Join([]string{dial}); !errors.Is(err, membership.ErrDuplicateID) {
+		t.Fatalf("a second process with the seed's id joining at %s: got %v, want ErrDuplicateID", dial, err)
+	}
+}

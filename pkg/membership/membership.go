@@ -351,6 +351,9 @@ func (m *Membership) exchange(seeds, addrs []string) (int, *joinAttempt, error) 
 	if n > 0 {
 		return n, at, nil
 	}
+	if len(at.refusals) == 0 && err != nil {
+		at.adoptStray(err.Error())
+	}
 	if len(at.refusals) > 0 {
 		return 0, at, at.refusals[0]
 	}
