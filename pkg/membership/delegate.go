@@ -73,29 +73,42 @@ type joinAttempt struct {
 	seeds    map[string]bool // the ip:port addresses dialed
 	refusals []error         // refusals of those seeds' lists (this node's side of its own Join)
 	self     []selfRecord    // what each of those lists said about this node's id
-	// stray are the refusals of lists that named no seed address while
-	// the attempt ran: another node's join, or a seed dialed at an address
-	// it does not advertise (see adoptStray).
-	stray []strayRefusal
+	// stray are the lists merged or refused while the attempt ran that
+	// named no seed address: another node's join, or a seed dialed at an
+	// address it does not advertise (see adoptStray).
+	stray []strayMerge
 }
 
-// strayRefusal is a refused list that named none of an attempt's seeds,
-// and what it said about this node's id.
-type strayRefusal struct {
+// strayMerge is a list that named none of an attempt's seeds: its refusal
+// (nil: merged) and what it said about this node's id.
+type strayMerge struct {
 	err error
 	rec selfRecord
 }
 
-// adoptStray takes as the attempt's own the stray refusals that memberlist
-// returned for it: joinErr (memberlist's Join error, which quotes each
-// merge's refusal) names them. They are the refusals of seeds dialed at
+// adoptStray takes as the attempt's own the stray lists of seeds dialed at
 // an address their lists do not name (a NAT, a Service address, a seed
-// bound to 0.0.0.0 and dialed at another of its addresses); another
-// node's join refused meanwhile is not named there. The caller owns a
-// (after endJoin).
+// bound to 0.0.0.0 and dialed at another of its addresses). When the Join
+// failed, those are the refusals memberlist returned for it: joinErr (its
+// Join error, which quotes each merge's refusal) names them, and another
+// node's join refused meanwhile is not named there. When it merged a list
+// (joinErr "") but no list named a seed, the merged stray lists are taken:
+// what another node's list said about this node's id, taken wrongly, at
+// worst makes Join check with the members that they list it. The caller
+// owns a (after endJoin).
 func (a *joinAttempt) adoptStray(joinErr string) {
+	if joinErr == "" {
+		if len(a.self) == 0 {
+			for _, s := range a.stray {
+				if s.err == nil {
+					a.self = append(a.self, s.rec)
+				}
+			}
+		}
+		return
+	}
 	for _, s := range a.stray {
-		if !strings.Contains(joinErr, s.err.Error()) {
+		if s.err == nil || !strings.Contains(joinErr, s.err.Error()) {
 			continue
 		}
 		err := s.err
@@ -429,6 +442,9 @@ func (d *delegate) NotifyMerge(peers []*memberlist.Node) error {
 				ErrDuplicateID, peer.Name, addr, known.GossipAddr))
 		}
 	}
+	d.mu.Lock()
+	d.strayLocked(mine, rec, nil)
+	d.mu.Unlock()
 	return nil
 }
 
@@ -443,14 +459,21 @@ func (d *delegate) refuse(mine []*joinAttempt, rec selfRecord, peer string, err 
 			a.refusals = append(a.refusals, err)
 		}
 	}
-	if len(mine) == 0 {
-		for a := range d.attempts {
-			a.stray = append(a.stray, strayRefusal{err: err, rec: rec})
-		}
-	}
+	d.strayLocked(mine, rec, err)
 	d.mu.Unlock()
 	d.warnOnce(peer, err)
 	return err
+}
+
+// strayLocked records a list that named no seed (mine is empty) for every
+// Join in flight: its refusal err (nil: merged) and rec. d.mu is held.
+func (d *delegate) strayLocked(mine []*joinAttempt, rec selfRecord, err error) {
+	if len(mine) > 0 {
+		return
+	}
+	for a := range d.attempts {
+		a.stray = append(a.stray, strayMerge{err: err, rec: rec})
+	}
 }
 
 // warnOnce logs a refusal at Warn the first time (per peer and reason) and

@@ -349,6 +349,7 @@ func (m *Membership) exchange(seeds, addrs []string) (int, *joinAttempt, error) 
 	n, err := m.ml.Join(seeds)
 	m.del.endJoin(at)
 	if n > 0 {
+		at.adoptStray("")
 		return n, at, nil
 	}
 	if len(at.refusals) == 0 && err != nil {
