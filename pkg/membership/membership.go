@@ -35,8 +35,9 @@ type Membership struct {
 	lifeMu sync.Mutex // guards closed, and orders Leave and Shutdown
 	closed bool       // guarded by lifeMu
 
-	fatal     atomic.Pointer[error] // why the Membership shut itself down (Err); set before it closes stop
-	boundPort int                   // the gossip port bound (Config.BindAddr's, or the one picked for port 0)
+	fatal      atomic.Pointer[error] // why the Membership shut itself down (Err); set before it closes stop
+	boundPort  int                   // the gossip port bound (Config.BindAddr's, or the one picked for port 0)
+	gossipAddr string                // the advertised "ip:port" (GossipAddr), fixed at New
 }
 
 // New validates cfg, binds the gossip address and starts a one-member
@@ -99,6 +100,9 @@ func New(cfg Config) (*Membership, error) {
 		done: make(chan struct{}),
 
 		boundPort: mc.BindPort, // memberlist.Create sets the port it picked for 0
+		// Read once: memberlist's LocalNode is its live state, which
+		// UpdateNode (UpdateMeta) rewrites without a lock readers share.
+		gossipAddr: ml.LocalNode().Address(),
 	}
 	// Create announced this node (NotifyJoin for self): publish the first
 	// View now, so View is never nil, then hand over to the publisher.
@@ -268,7 +272,7 @@ func (m *Membership) LocalMeta() NodeMeta { return m.del.localMeta() }
 // GossipAddr returns the "ip:port" other members reach this node at (with
 // the port actually bound when Config.BindAddr asked for port 0): the
 // address to give other nodes' Join.
-func (m *Membership) GossipAddr() string { return m.ml.LocalNode().Address() }
+func (m *Membership) GossipAddr() string { return m.gossipAddr }
 
 // Join contacts the seeds ("host:port" each) and exchanges full state with
 // every one it reaches. It returns how many seeds it reached; when it
