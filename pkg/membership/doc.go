@@ -58,10 +58,13 @@
 //
 // Two cache nodes started with one id that join through different
 // members at the same time are both let in (neither seed lists the other
-// yet). Once they hear of each other, the one with the larger Boot shuts
-// its Membership down (Done closes, Err wraps ErrDuplicateID; the cache
-// node exits), and the members that listed it move to the other.
-// Observers only log such a conflict.
+// yet). Once they hear of each other and the other has answered pings
+// for 5 s (a duplicate the cluster refused answers too, until it exits
+// at its failed Join, and must not count), the one with the larger Boot
+// (a random number; NodeMeta.Boot) shuts its Membership down (Done
+// closes, Err wraps ErrDuplicateID; the cache node exits), and the
+// members that listed it move to the other. Observers only log such a
+// conflict.
 //
 // # Views, epochs and the ring
 //

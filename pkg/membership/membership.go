@@ -119,8 +119,10 @@ func New(cfg Config) (*Membership, error) {
 // then keeps whichever address it heard of first, and nothing ever
 // changes that: the cluster would disagree for good on where the node is,
 // under one ring epoch. So when the claimant answers a ping for this id
-// (a live process, not the news of a previous incarnation) and both are
-// cache nodes, one of the two stops: the one whose Boot is larger (its
+// (a live process, not the news of a previous incarnation), and again
+// conflictRecheck later (a duplicate the cluster refused also answers,
+// until it exits at its failed Join), and both are cache nodes, one of the
+// two stops: the one whose Boot is larger (its
 // gossip address breaks a tie). It records the reason for Err and shuts
 // down, and the members that listed it move to the other once the failure
 // detector has declared it dead. An observer never stops itself (the
@@ -137,6 +139,11 @@ func (m *Membership) watchConflicts() {
 	}
 }
 
+// conflictRecheck is how long a claimant on this node's id must stay live
+// before resolveConflict takes it for a member the cluster let in; a
+// process whose Join was refused exits well within it. A var for tests.
+var conflictRecheck = 5 * time.Second
+
 func (m *Membership) resolveConflict(other memberlist.Node) {
 	ua := &net.UDPAddr{IP: other.Addr, Port: int(other.Port)}
 	if m.mayBeSelf(ua) {
@@ -144,6 +151,17 @@ func (m *Membership) resolveConflict(other memberlist.Node) {
 	}
 	if _, err := m.ml.Ping(m.cfg.Meta.ID, ua); err != nil {
 		return // silent: news of a previous incarnation, or gone already
+	}
+	// A process the cluster refused (its Join failed with ErrDuplicateID)
+	// answers too until it exits, which it does at once: only one still
+	// live after conflictRecheck was let in, as this node was.
+	select {
+	case <-m.stop:
+		return
+	case <-time.After(conflictRecheck):
+	}
+	if _, err := m.ml.Ping(m.cfg.Meta.ID, ua); err != nil {
+		return
 	}
 	var theirs NodeMeta
 	derr := theirs.UnmarshalBinary(other.Meta)

@@ -324,7 +324,7 @@ func TestDuplicateIDJoinRace(t *testing.T) {
 
 	// One of them stops, the other runs on.
 	var survivor *membership.Membership
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(30 * time.Second) // a claimant must stay live conflictRecheck first
 	for survivor == nil {
 		var open []*membership.Membership
 		for i, m := range b {
@@ -351,7 +351,7 @@ func TestDuplicateIDJoinRace(t *testing.T) {
 				mem, _ := m.View().Member("b")
 				views = append(views, m.LocalMeta().ID+" lists b at "+mem.GossipAddr)
 			}
-			t.Fatalf("both processes with id b (%s, %s) still run 10 s after joining: %s", b[0].GossipAddr(), b[1].GossipAddr(), strings.Join(views, "; "))
+			t.Fatalf("both processes with id b (%s, %s) still run 30 s after joining: %s", b[0].GossipAddr(), b[1].GossipAddr(), strings.Join(views, "; "))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -621,4 +621,34 @@ func TestConcurrentReaders(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	membershiptest.WaitConverged(t, ms, 5*time.Second)
+}
+
+// TestRefusedDuplicateLeavesTheMemberRunning: a second process started
+// with a member's id is refused at Join (ErrDuplicateID) and exits; the
+// member it claimed the id of hears of it (the claimant's alive message),
+// and must not take it for a duplicate the cluster let in: it keeps
+// running whichever Boot is larger. Was: the member pinged the claimant,
+// which still answered before it exited, and stopped itself when its Boot
+// was the larger, so a misconfigured duplicate took a healthy node out of
+// the cluster (TestMultiProcess failed so in CI).
+func TestRefusedDuplicateLeavesTheMemberRunning(t *testing.T) {
+	orig := membershiptest.CacheNode("b")
+	orig.Boot = 1 << 63 // larger than the duplicate's: the one the old rule stopped
+	ms := membershiptest.StartConfigs(t, membershiptest.Config(membershiptest.CacheNode("a")), membershiptest.Config(orig))
+	dupMeta := membershiptest.CacheNode("b")
+	dupMeta.Boot = 1
+	dup := start(t, membershiptest.Config(dupMeta))
+	if _, err := dup.Join([]string{ms[0].GossipAddr(), ms[1].GossipAddr()}); !errors.Is(err, membership.ErrDuplicateID) {
+		t.Fatalf("duplicate's Join: %v, want ErrDuplicateID", err)
+	}
+	time.Sleep(50 * time.Millisecond) // a cache node exits after its failed Join
+	_ = dup.Shutdown()
+	select {
+	case <-ms[1].Done():
+		t.Fatalf("member b stopped after a refused duplicate: %v", ms[1].Err())
+	case <-time.After(membership.ConflictRecheck() + 3*time.Second):
+	}
+	if m, ok := ms[0].View().Member("b"); !ok || m.GossipAddr != ms[1].GossipAddr() {
+		t.Errorf("a lists b at %+v (%v), want %s", m, ok, ms[1].GossipAddr())
+	}
 }
