@@ -193,17 +193,23 @@ func (h *ha) applyConfig(raw []byte) error {
 	if err != nil {
 		return err
 	}
-	old := h.s.settings.Swap(&st)
-	if old == nil || *old != st {
+	if old := h.use(st); old == nil || *old != st {
 		h.s.log.Info("scheduler: cluster config from etcd", "block_size", fromNodes(st.BlockSize), "replication", fromNodes(st.Replication), "locality_wait", st.LocalityWait)
 	}
+	return nil
+}
+
+// use puts st in force (a cluster config, or the flags when it is
+// deleted) and returns the settings it replaced.
+func (h *ha) use(st Settings) *Settings {
+	old := h.s.settings.Swap(&st)
 	if h.s.mem != nil { // nil while Start reads the config, before the gossip
 		h.s.checkReplication(h.s.mem.View(), &st)
 	}
 	h.s.mu.Lock()
 	h.s.updateServingLocked() // the block size may have changed
 	h.s.mu.Unlock()
-	return nil
+	return old
 }
 
 // run is the HA main loop: watch the config and the leader, and campaign.
@@ -653,8 +659,7 @@ func (h *ha) watchConfig() {
 			for _, ev := range resp.Events {
 				rev = ev.Kv.ModRevision + 1
 				if ev.Type == clientv3.EventTypeDelete {
-					st := h.flags
-					h.s.settings.Store(&st)
+					h.use(h.flags)
 					h.s.log.Info("scheduler: cluster config deleted from etcd; using the flags")
 					continue
 				}
