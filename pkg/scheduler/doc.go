@@ -176,7 +176,12 @@
 // calls to a scheduler that can serve them. While etcd cannot be read no
 // leader is known (the reason says so): a follower does not forward to, or
 // name, a leader that may be gone, and a deposed leader does not name
-// itself. The leader is read again on every change of the election keys
+// itself. A session that ends while etcd is unreachable cannot revoke its
+// lease, and an etcd that restarts (or elects a new raft leader) gives
+// every lease its full TTL again: the scheduler revokes that lease on its
+// next campaign, once etcd answers, rather than leave its old key holding
+// the election for another TTL, and until then is not ready (it names no
+// leader, itself included). The leader is read again on every change of the election keys
 // and at least every --etcd-session-ttl, so an unreachable etcd shows in
 // /readyz within about the TTL plus one etcd call's timeout (about 10 s
 // with the defaults).

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -47,6 +48,10 @@ type ha struct {
 	// deposed (capacity 1) wakes lead when watchLeader sees that another
 	// key than this term's leads the election (checkDeposed).
 	deposed chan struct{}
+	// stale is the lease of the last session when its revoke failed (etcd
+	// unreachable when it ended), else 0; the next campaign revokes it.
+	// Only run's goroutine uses it.
+	stale clientv3.LeaseID
 
 	persistKick chan struct{}
 	round       atomic.Pointer[flushRound]
@@ -239,6 +244,21 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // campaign runs one session: campaign, lead until the session or the
 // leadership ends.
 func (h *ha) campaign() error {
+	if h.stale != 0 {
+		// The last session ended while etcd was unreachable, so its
+		// revoke failed and its election key may still be there: an etcd
+		// that restarts or elects a new raft leader gives every lease its
+		// full TTL again, and that key would hold the election for one
+		// more TTL after etcd is back (session.Close assumes the lease
+		// has expired by the time its revoke gives up).
+		rctx, cancel := context.WithTimeout(h.ctx, h.cfg.OpTimeout)
+		_, err := h.cli.Revoke(rctx, h.stale)
+		cancel()
+		if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return fmt.Errorf("etcd: revoking the last session's lease %x: %w", h.stale, err)
+		}
+		h.stale = 0
+	}
 	ttl := int64(h.cfg.SessionTTL / time.Second)
 	gctx, cancel := context.WithTimeout(h.ctx, h.cfg.OpTimeout)
 	lease, err := h.cli.Grant(gctx, ttl)
@@ -253,7 +273,11 @@ func (h *ha) campaign() error {
 	if err != nil {
 		return fmt.Errorf("etcd session: %w", err)
 	}
-	defer sess.Close()
+	defer func() {
+		if err := sess.Close(); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) && h.sessCtx.Err() == nil {
+			h.stale = lease.ID
+		}
+	}()
 	el := concurrency.NewElection(sess, h.keyElection)
 	cctx, ccancel := context.WithCancel(h.ctx)
 	defer ccancel()

@@ -220,6 +220,12 @@ func (s *Scheduler) Ready() (bool, string) {
 		}
 		return false, "follower; no leader elected"
 	}
+	if l.ID == s.cfg.NodeID {
+		// The election still holds a key of this scheduler's last session
+		// (not revoked yet): nobody places until it goes, and calls here
+		// are answered 503, not forwarded.
+		return false, "follower; the election still names this scheduler's last session (its lease is being revoked or expiring): no leader places"
+	}
 	if s.cfg.Etcd.Forward {
 		// The leader places with the same cluster config (etcd's): when
 		// its block size differs from the cache nodes', every call

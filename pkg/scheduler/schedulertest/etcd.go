@@ -35,7 +35,9 @@ type Etcd struct {
 	// Kind is "binary <path>" or "embed".
 	Kind string
 	stop func()
-	tls  *tls.Config // a client's, for an etcd serving TLS
+	// restart starts the stopped etcd again on its data and addresses.
+	restart func(t testing.TB)
+	tls     *tls.Config // a client's, for an etcd serving TLS
 }
 
 // EtcdTLS makes StartEtcdTLS's etcd serve its client port over mutual
@@ -50,6 +52,17 @@ type EtcdTLS struct {
 
 // Stop stops the etcd now (an outage); the test's cleanup is then a no-op.
 func (e *Etcd) Stop() { e.stop() }
+
+// Restart stops the etcd if it runs and starts it again with its data on
+// the same addresses (what a restarted etcd member does: its leases come
+// back with their full TTL), and waits until it answers. It is stopped
+// when the test ends.
+func (e *Etcd) Restart(t testing.TB) {
+	t.Helper()
+	e.stop()
+	e.restart(t)
+	waitEtcd(t, e)
+}
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t testing.TB) int {
@@ -105,28 +118,49 @@ func startBinary(t testing.TB, bin string, tc *EtcdTLS) *Etcd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin,
+	args := []string{
 		"--name", "default",
 		"--data-dir", filepath.Join(dir, "data"),
 		"--listen-client-urls", curl, "--advertise-client-urls", curl,
 		"--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
-		"--initial-cluster", "default="+purl,
-		"--log-level", "warn")
-	cmd.Args = append(cmd.Args, tlsArgs...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
+		"--initial-cluster", "default=" + purl,
+		"--log-level", "warn"}
+	args = append(args, tlsArgs...)
+	var (
+		mu   sync.Mutex
+		cmd  *exec.Cmd // the running etcd, nil when stopped
+		done bool      // the test ended
+	)
+	start := func(t testing.TB) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			t.Fatal("etcd restarted after the test ended")
+		}
+		c := exec.Command(bin, args...)
+		c.Stdout, c.Stderr = logf, logf
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			t.Fatalf("start %s: %v", bin, err)
+		}
+		cmd = c
 	}
-	var once sync.Once
 	stop := func() {
-		once.Do(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if cmd != nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-		})
+			cmd = nil
+		}
 	}
+	start(t)
 	t.Cleanup(func() {
 		stop()
+		mu.Lock()
+		done = true
+		mu.Unlock()
 		logf.Close()
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil && len(b) > 0 {
@@ -134,7 +168,7 @@ func startBinary(t testing.TB, bin string, tc *EtcdTLS) *Etcd {
 			}
 		}
 	})
-	e := &Etcd{Endpoints: []string{curl}, Kind: "binary " + bin, stop: stop}
+	e := &Etcd{Endpoints: []string{curl}, Kind: "binary " + bin, stop: stop, restart: start}
 	if tc != nil {
 		e.tls = tc.Client
 	}
@@ -167,19 +201,37 @@ func startEmbedded(t testing.TB, tc *EtcdTLS) *Etcd {
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.LogLevel = "error"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatalf("embedded etcd: %v", err)
+	var (
+		mu  sync.Mutex
+		srv *embed.Etcd // the running etcd, nil when stopped
+	)
+	start := func(t testing.TB) {
+		t.Helper()
+		e, err := embed.StartEtcd(cfg)
+		if err != nil {
+			t.Fatalf("embedded etcd: %v", err)
+		}
+		select {
+		case <-e.Server.ReadyNotify():
+		case <-time.After(30 * time.Second):
+			e.Close()
+			t.Fatal("embedded etcd not ready within 30s")
+		}
+		mu.Lock()
+		srv = e
+		mu.Unlock()
 	}
-	var once sync.Once
-	stop := func() { once.Do(e.Close) }
+	stop := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if srv != nil {
+			srv.Close()
+			srv = nil
+		}
+	}
 	t.Cleanup(stop)
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(30 * time.Second):
-		t.Fatal("embedded etcd not ready within 30s")
-	}
-	out := &Etcd{Endpoints: []string{cu.String()}, Kind: "embed", stop: stop}
+	start(t)
+	out := &Etcd{Endpoints: []string{cu.String()}, Kind: "embed", stop: stop, restart: start}
 	if tc != nil {
 		out.tls = tc.Client
 	}
