@@ -181,7 +181,9 @@
 // every lease its full TTL again: the scheduler revokes that lease on its
 // next campaign, once etcd answers, rather than leave its old key holding
 // the election for another TTL, and until then is not ready (it names no
-// leader, itself included). The leader is read again on every change of the election keys
+// leader, itself included). The etcd client redials at least every 2 s,
+// so a scheduler reaches etcd within seconds of its return however long it
+// was away. The leader is read again on every change of the election keys
 // and at least every --etcd-session-ttl, so an unreachable etcd shows in
 // /readyz within about the TTL plus one etcd call's timeout (about 10 s
 // with the defaults).

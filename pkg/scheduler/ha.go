@@ -19,6 +19,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/locuscache/locus/pkg/placement"
 )
@@ -79,9 +80,18 @@ type flushRound struct {
 // default --max-txn-ops is 128).
 const persistChunk = 100
 
+// etcdRedialMax bounds the etcd client's reconnection backoff. gRPC's
+// default grows to 2 minutes: after a long etcd outage a scheduler stayed
+// without etcd (not ready, not campaigning) for up to that long after etcd
+// was back. Redialing a few endpoints every 2 s costs nothing.
+const etcdRedialMax = 2 * time.Second
+
 func newHA(ctx context.Context, s *Scheduler) (*ha, error) {
 	cfg := s.cfg.Etcd
-	var dial []grpc.DialOption
+	dial := []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: time.Second / 2, Multiplier: 1.6, Jitter: 0.2, MaxDelay: etcdRedialMax},
+		MinConnectTimeout: cfg.DialTimeout,
+	})}
 	if cfg.Credentials != nil {
 		// After the client's own: the last transport credentials win.
 		dial = append(dial, grpc.WithTransportCredentials(cfg.Credentials))
