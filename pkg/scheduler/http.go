@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/locuscache/locus/pkg/schedapi"
@@ -260,6 +261,10 @@ func tooLarge(limit int64) error {
 // included, when Config.ClientTLSFor dials it.
 var forwardDialTimeout = 10 * time.Second // a variable for tests
 
+// forwardLeaderCheck is how often a forwarded call checks that the leader
+// it went to is still the leader (see forward).
+const forwardLeaderCheck = 200 * time.Millisecond
+
 // forwardTransport dials the leader (with Config.ClientTLS, or a
 // configuration from Config.ClientTLSFor per connection).
 func (s *Scheduler) forwardTransport() http.RoundTripper {
@@ -324,6 +329,30 @@ func (s *Scheduler) forward(w http.ResponseWriter, r *http.Request) bool {
 		scheme = "https"
 	}
 	target := &url.URL{Scheme: scheme, Host: l.HTTP}
+	// A leader that stalls (paused, or cut off from etcd but still
+	// accepting connections) would hold the call until it resumed, long
+	// after another leader was elected: end it then, with a 503 naming
+	// the new leader, which the client can retry.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var moved atomic.Pointer[LeaderInfo]
+	go func() {
+		t := time.NewTicker(forwardLeaderCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if n, ok := s.Leader(); ok && n.ID != l.ID {
+					moved.Store(&n)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	r = r.WithContext(ctx)
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -338,6 +367,10 @@ func (s *Scheduler) forward(w http.ResponseWriter, r *http.Request) bool {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
 				s.writeError(w, tooLarge(tooBig.Limit))
+				return
+			}
+			if n := moved.Load(); n != nil {
+				s.writeError(w, &NotLeaderError{Leader: n.HTTP, LeaderGRPC: n.GRPC, LeaderID: n.ID})
 				return
 			}
 			s.writeError(w, fmt.Errorf("%w: forwarding to the leader %s: %v", ErrUnavailable, l.HTTP, err))
