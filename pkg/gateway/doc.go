@@ -69,6 +69,11 @@
 // that starts over after a version change starts from clean headers:
 // nothing of the old version's is sent.
 //
+// partNumber=1 names the whole object (the gateway serves every object as
+// one part, x-amz-mp-parts-count 1): 206 with Content-Range bytes
+// 0-(size-1)/size, as S3 answers a part (200 for an empty object); any
+// other part is 416 InvalidPartNumber.
+//
 // Range follows S3 (see ParseRange): one range, bytes=a-b, bytes=a- or
 // bytes=-n, clamped to the object; a multi-range header is ignored and the
 // whole object served, as S3 does. A range starting at or past the end,

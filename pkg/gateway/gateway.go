@@ -318,7 +318,9 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 	size := info.Size
 	rng, partial := ByteRange{Start: 0, Length: size}, false
 	if pn := q.Get("partNumber"); pn != "" {
-		// Objects here are served as one part: part 1 is the whole object.
+		// Objects here are served as one part: part 1 is the whole object,
+		// answered as S3 answers a part, 206 with its Content-Range (an
+		// empty object has no range to name: 200).
 		if n, err := strconv.Atoi(pn); err != nil || n < 1 {
 			g.fail(w, r, rid, errInvalidArgument("Part number must be an integer between 1 and 10000, inclusive"), nil)
 			return false
@@ -331,6 +333,7 @@ func (g *Gateway) serveObjectOnce(ctx context.Context, w http.ResponseWriter, r 
 			return false
 		}
 		h.Set("x-amz-mp-parts-count", "1")
+		partial = size > 0
 	} else if rh := r.Header.Get("Range"); rh != "" && rangeApplies(r.Header, etag, info.ModTime) {
 		br, ok, err := ParseRange(rh, size)
 		switch {

@@ -185,7 +185,8 @@ func TestGetObject(t *testing.T) {
 		{name: "acl", target: "/bkt/obj?acl", status: 501, code: "NotImplemented"},
 		{name: "versionId", target: "/bkt/obj?versionId=abc", status: 501, code: "NotImplemented"},
 		{name: "sdk x-id ignored", target: "/bkt/obj?x-id=GetObject", status: 200, body: f.data},
-		{name: "partNumber 1", target: "/bkt/obj?partNumber=1", status: 200, body: f.data},
+		{name: "partNumber 1", target: "/bkt/obj?partNumber=1", status: 206, body: f.data, contentRange: "bytes 0-999/1000"},
+		{name: "partNumber 1 of empty", target: "/bkt/empty?partNumber=1", status: 200, body: []byte{}},
 		{name: "partNumber 2", target: "/bkt/obj?partNumber=2", status: 416, code: "InvalidPartNumber"},
 		{name: "partNumber junk", target: "/bkt/obj?partNumber=x", status: 400, code: "InvalidArgument"},
 		// Conditional requests.

@@ -50,7 +50,7 @@ func TestObjectHeaders(t *testing.T) {
 		{"HEAD", "HEAD", nil, 200},
 		{"GET range", "GET", []string{"Range", "bytes=10-19"}, 206},
 		{"HEAD range", "HEAD", []string{"Range", "bytes=10-19"}, 206},
-		{"GET partNumber", "GET", nil, 200}, // target gets ?partNumber=1 below
+		{"GET partNumber", "GET", nil, 206}, // target gets ?partNumber=1 below
 		{"GET 304", "GET", []string{"If-None-Match", etag}, 304},
 		{"HEAD 304", "HEAD", []string{"If-Modified-Since", mod.Add(time.Hour).UTC().Format(http.TimeFormat)}, 304},
 		{"GET 412", "GET", []string{"If-Match", `"other"`}, 412},
