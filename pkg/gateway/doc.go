@@ -37,7 +37,8 @@
 //	GET /{bucket}                 ListObjects (v1, marker); rclone lists the parent
 //	                              "directory" before reading one object
 //	HEAD /{bucket}                HeadBucket
-//	GET /{bucket}?location        GetBucketLocation (Config.Region); s3cmd may ask
+//	GET /{bucket}?location        GetBucketLocation (Config.Region; NoSuchBucket when the
+//	                              Lister finds no bucket); s3cmd may ask
 //	GET /                         ListBuckets (the configured Buckets, else none)
 //	PUT, POST, DELETE, ...        405 MethodNotAllowed: the gateway is read-only
 //	?acl, ?tagging, versionId...  501 NotImplemented

@@ -123,22 +123,28 @@ func (g *Gateway) bucket(w http.ResponseWriter, r *http.Request, rid, bucket str
 		g.fail(w, r, rid, errNoSuchBucket(bucket), nil)
 		return
 	}
-	if _, ok := q["location"]; ok {
-		g.writeXML(w, r, rid, locationConstraint{Xmlns: s3Namespace, Region: g.cfg.Region})
-		return
-	}
+	_, location := q["location"]
 	if g.cfg.Lister == nil {
-		if r.Method == http.MethodHead { // HeadBucket: the bucket is configured or assumed
+		switch {
+		case location: // the bucket is configured or assumed
+			g.writeXML(w, r, rid, locationConstraint{Xmlns: s3Namespace, Region: g.cfg.Region})
+		case r.Method == http.MethodHead: // HeadBucket: likewise
 			w.WriteHeader(http.StatusOK)
-			return
+		default:
+			g.fail(w, r, rid, errNotImplemented("This gateway's backend cannot list objects; it serves GetObject and HeadObject."), nil)
 		}
-		g.fail(w, r, rid, errNotImplemented("This gateway's backend cannot list objects; it serves GetObject and HeadObject."), nil)
 		return
 	}
-	if r.Method == http.MethodHead {
+	if location || r.Method == http.MethodHead {
+		// GetBucketLocation and HeadBucket: S3 answers NoSuchBucket for a
+		// bucket that does not exist, so ask the origin whether it does.
 		err := g.cfg.Lister.List(r.Context(), prefix, func(origin.Info) error { return errStopListing })
 		if err != nil && !errors.Is(err, errStopListing) {
 			g.fail(w, r, rid, errorFor(err, bucket, ""), err)
+			return
+		}
+		if location {
+			g.writeXML(w, r, rid, locationConstraint{Xmlns: s3Namespace, Region: g.cfg.Region})
 			return
 		}
 		w.Header().Set("x-amz-bucket-region", regionOrDefault(g.cfg.Region))

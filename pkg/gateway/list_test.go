@@ -88,6 +88,9 @@ func TestBucketCalls(t *testing.T) {
 	if w := f.do("HEAD", "/nobucket"); w.Code != 404 {
 		t.Fatalf("HEAD missing bucket: %d", w.Code)
 	}
+	if w := f.do("GET", "/nobucket?location"); w.Code != 404 || parseError(t, w.Body.Bytes()).Code != "NoSuchBucket" {
+		t.Fatalf("location of a missing bucket: %d %s, want 404 NoSuchBucket", w.Code, w.Body)
+	}
 	if w := f.do("GET", "/"); w.Code != 200 || !strings.Contains(w.Body.String(), "<ListAllMyBucketsResult") {
 		t.Fatalf("list buckets: %d %s", w.Code, w.Body)
 	}
@@ -102,6 +105,9 @@ func TestBucketCalls(t *testing.T) {
 	}
 	if w := f2.do("HEAD", "/bkt"); w.Code != 200 {
 		t.Fatalf("HEAD bucket without Lister: %d", w.Code)
+	}
+	if w := f2.do("GET", "/bkt?location"); w.Code != 200 {
+		t.Fatalf("location without Lister: %d", w.Code)
 	}
 }
 
