@@ -86,7 +86,7 @@ func TestForwardToStalledLeaderEndsAtNewLeader(t *testing.T) {
 		resp.Body.Close()
 		done <- answer{status: resp.StatusCode, body: string(raw)}
 	}()
-	time.Sleep(300 * time.Millisecond) // the call is at the stalled leader
+	time.Sleep(300 * time.Millisecond)   // the call is at the stalled leader
 	if err := sess.Close(); err != nil { // its lease ends: the follower is elected
 		t.Fatal(err)
 	}
