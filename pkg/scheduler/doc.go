@@ -28,7 +28,10 @@
 // nodes with their rack and slots, draining members keep their running
 // tasks but take no new one, and members that left or were declared dead
 // are removed, their running tasks reported lost (logged, counted in the
-// job's "lost", listed by GET /v1/lost). How fast a crash is noticed is the
+// job's "lost", listed by GET /v1/lost). A member that leaves while
+// draining keeps its running tasks until they complete (its drain waited
+// for its reads, not for the tasks' executors; GET /v1/ring lists it as
+// "dead" meanwhile); if it joins again first, they are lost. How fast a crash is noticed is the
 // gossip's failure detector: membership.LANTuning declares a killed node
 // dead in about 3-7 s, LoopbackTuning (--gossip-tuning=loopback) in about
 // 1-1.5 s; the integration test measures 1.0-1.3 s from kill -9 to lost

@@ -93,6 +93,13 @@ type Scheduler struct {
 	// boots is each cache member's NodeMeta.Boot in the View applied
 	// last: a change is a restart (noteBootsLocked).
 	boots map[string]uint64
+	// drained are the cache nodes that left the membership while
+	// draining, with tasks still running on them: a node's drain waits
+	// for its reads in flight, not for the tasks placed on it, which may
+	// still be computing at their executors when it leaves. The placer
+	// keeps such a node (draining: never chosen) until its tasks
+	// complete, so their completions count (keepDrainedLocked).
+	drained map[string]placement.Node
 	// unconfirmed are completions this term applied whose write to etcd
 	// failed (the caller got 503): a retry, which the placer no longer
 	// knows, is answered from here once the counters are written, instead
@@ -825,6 +832,7 @@ func (s *Scheduler) Complete(ctx context.Context, req schedapi.CompleteRequest) 
 	retry := false
 	if err == nil {
 		s.markDirtyLocked(req.Job)
+		s.dropIdleDrainedLocked(time.Now())
 		s.settleLocked(time.Now())
 	} else if l, ok := s.unconfirmed[key]; ok && errors.Is(placeError(err), ErrNotFound) {
 		loc, err, retry = l, nil, true
@@ -941,6 +949,7 @@ func (s *Scheduler) CompleteBatch(ctx context.Context, req schedapi.CompleteBatc
 	}
 	if done > 0 {
 		s.markDirtyLocked(req.Job)
+		s.dropIdleDrainedLocked(time.Now())
 		s.settleLocked(time.Now())
 	}
 	seq := s.seq.Load()
@@ -1359,6 +1368,7 @@ func (s *Scheduler) applyView(v *membership.View) {
 		}
 		s.recordLostLocked(lost, "node restarted", now)
 	}
+	nodes = s.keepDrainedLocked(prev, v, nodes, now)
 	lost, err := s.p.SetNodes(nodes, now)
 	if err != nil {
 		s.log.Error("scheduler: cannot apply the membership", "err", err)
@@ -1369,6 +1379,73 @@ func (s *Scheduler) applyView(v *membership.View) {
 		s.rekeyLocked(v, now)
 	}
 	s.settleLocked(now)
+}
+
+// keepDrainedLocked returns nodes (the placer's nodes of v) with the
+// nodes that left after draining (s.drained) that still run tasks: a
+// cache member that was draining in prev and is not in v joins
+// s.drained if tasks run on it. A drained node that is back in v loses
+// the tasks still counted on it (as a restart: they are from before its
+// leave), and one with no task left is dropped (SetNodes removes it).
+// Caller holds mu, with s.p set.
+func (s *Scheduler) keepDrainedLocked(prev, v *membership.View, nodes []placement.Node, now time.Time) []placement.Node {
+	if prev == nil && len(s.drained) == 0 {
+		return nodes
+	}
+	inView := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		inView[n.ID] = i
+	}
+	used := map[string]int{}
+	for _, ns := range s.p.Nodes() {
+		used[ns.ID] = ns.Used
+	}
+	if prev != nil {
+		for _, m := range prev.Members {
+			if _, ok := inView[m.ID]; ok || m.IsObserver() || m.Placeable() || used[m.ID] == 0 {
+				continue
+			}
+			if s.drained == nil {
+				s.drained = map[string]placement.Node{}
+			}
+			s.drained[m.ID] = placement.Node{ID: m.ID, Rack: m.Rack, Slots: m.Slots, State: placement.Draining}
+		}
+	}
+	for id, nd := range s.drained {
+		if i, ok := inView[id]; ok {
+			delete(s.drained, id)
+			if used[id] > 0 {
+				lost, err := s.p.RestartNode(nodes[i], now)
+				if err != nil {
+					s.log.Error("scheduler: cannot apply the membership", "err", err)
+					continue
+				}
+				s.recordLostLocked(lost, "node rejoined after draining", now)
+			}
+			continue
+		}
+		if used[id] == 0 {
+			delete(s.drained, id)
+			continue
+		}
+		nodes = append(nodes, nd)
+	}
+	return nodes
+}
+
+// dropIdleDrainedLocked removes from the placer the drained nodes (see
+// keepDrainedLocked) whose last task completed. Caller holds mu, with
+// s.p set.
+func (s *Scheduler) dropIdleDrainedLocked(now time.Time) {
+	if len(s.drained) == 0 {
+		return
+	}
+	for _, ns := range s.p.Nodes() {
+		if _, ok := s.drained[ns.ID]; ok && ns.Used == 0 {
+			delete(s.drained, ns.ID)
+			s.p.RemoveNode(ns.ID, now)
+		}
+	}
 }
 
 // rekeyLocked gives the queued tasks (every one has a waiter) the
@@ -1437,6 +1514,7 @@ func (s *Scheduler) install(p *placement.Placer) error {
 		}
 	}
 	s.p = p
+	s.drained = nil // p runs no task of another term
 	s.armed = time.Time{}
 	s.isLeader.Store(true)
 	s.updateServingLocked()
@@ -1451,6 +1529,7 @@ func (s *Scheduler) uninstall(err error) {
 	defer s.mu.Unlock()
 	s.isLeader.Store(false)
 	s.p = nil
+	s.drained = nil
 	s.failWaitersLocked(err)
 	clear(s.dirty)
 	s.dirtyGlobal = false
