@@ -254,7 +254,8 @@ var fallbackBufs = sync.Pool{New: func() any { b := make([]byte, DefaultFallback
 // caller-pinned version always has one) is never resumed.
 // The summary counts every byte of the call that no node summary vouched
 // for (those the broken stream delivered, and the origin's) as origin
-// bytes missed for OwnerUnavailable; NodeID is empty.
+// bytes missed for OwnerUnavailable, one miss "page" per origin read (the
+// client does not know the cluster's page size); NodeID is empty.
 func (c *Client) fallback(ctx context.Context, req readpath.Request, size, pos int64, w io.Writer) (readpath.Summary, error) {
 	sum := readpath.Summary{Version: req.ExpectedVersion, ObjectSize: max(size, 0)}
 	streamed := pos - req.Offset
