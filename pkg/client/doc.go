@@ -55,11 +55,11 @@
 // byte that no node summary vouched for is counted in OriginBytes with the
 // cause OwnerUnavailable (the node the read was placed on was unavailable),
 // including the bytes the broken stream had delivered, whose source the
-// node never reported; NodeID is empty. Its Pages count the fallback's
-// origin reads (FallbackChunkSize each, 1 MiB by default), not cache
-// pages: the client does not know the cluster's page size, and the
-// scheduler's accounting uses the bytes only. The scheduler therefore
-// never credits a fallback as a cache hit. Client.Stats counts fallbacks and the
+// node never reported; NodeID is empty. The scheduler therefore never
+// credits a fallback as a cache hit. The cause's Pages count the
+// fallback's origin reads (FallbackChunkSize each, 1 MiB by default), not
+// cache pages: the client does not know the cluster's page size, and the
+// scheduler's accounting uses the bytes only. Client.Stats counts fallbacks and the
 // bytes actually read from the origin.
 //
 // # Connections and threading
