@@ -106,7 +106,7 @@ func newFlags(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.etcdUser, "etcd-username", "", "etcd user name (optional)")
 	fs.StringVar(&o.etcdPasswordFile, "etcd-password-file", "", "file holding the etcd password")
 	fs.StringVar(&o.etcdCA, "etcd-tls-ca", "", "PEM CA bundle verifying etcd's certificate (every endpoint then https://; read again when the file changes)")
-	fs.StringVar(&o.etcdCert, "etcd-tls-cert", "", "PEM client certificate for etcd (with --etcd-tls-key; read again when the files change)")
+	fs.StringVar(&o.etcdCert, "etcd-tls-cert", "", "PEM client certificate for etcd (with --etcd-tls-key; every endpoint then https://; read again when the files change)")
 	fs.StringVar(&o.etcdKey, "etcd-tls-key", "", "PEM private key of --etcd-tls-cert")
 	fs.BoolVar(&o.forward, "forward-to-leader", false, "on a follower, proxy mutating calls to the leader instead of answering 503 naming it, and GET /v1/ring and /v1/lost (the leader's slot use and lost tasks)")
 	fs.DurationVar(&o.localityWait, "locality-wait", scheduler.DefaultLocalityWait, "how long a task waits for a data-local slot before rack-local, and as long again before any node; 0: no wait")

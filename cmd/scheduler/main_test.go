@@ -141,8 +141,10 @@ func TestSIGTERM(t *testing.T) {
 
 // TestEtcdTLSFlagsChecked: the etcd TLS flags are checked at start. Was: a
 // lone --etcd-tls-key was ignored (etcd dialed without a client
-// certificate), and an http:// endpoint next to --etcd-tls-ca would have
-// been dialed over TLS, which it does not speak.
+// certificate), an http:// endpoint next to --etcd-tls-ca would have
+// been dialed over TLS, which it does not speak, and an http:// endpoint
+// next to --etcd-tls-cert was dialed in plaintext, the certificate (and
+// any --etcd-password-file) going unused or in the clear, without a word.
 func TestEtcdTLSFlagsChecked(t *testing.T) {
 	files := nodetest.NewTLS(t)
 	for _, tc := range []struct {
@@ -152,6 +154,7 @@ func TestEtcdTLSFlagsChecked(t *testing.T) {
 		{[]string{"--etcd-endpoints=https://127.0.0.1:2379", "--etcd-tls-key=" + files.KeyFile}, "--etcd-tls-cert and --etcd-tls-key go together"},
 		{[]string{"--etcd-endpoints=https://127.0.0.1:2379,http://127.0.0.2:2379", "--etcd-tls-ca=" + files.CAFile}, `etcd endpoint "http://127.0.0.2:2379" is not TLS`},
 		{[]string{"--etcd-endpoints=unix:///run/etcd.sock", "--etcd-tls-ca=" + files.CAFile}, "write it as https://"},
+		{[]string{"--etcd-endpoints=http://127.0.0.1:2379", "--etcd-tls-cert=" + files.CertFile, "--etcd-tls-key=" + files.KeyFile}, `etcd endpoint "http://127.0.0.1:2379" is not TLS`},
 	} {
 		var stderr bytes.Buffer
 		args := append(tc.args, "--http-addr=127.0.0.1:0", "--grpc-addr=127.0.0.1:0", "--gossip-addr=127.0.0.1:0")

@@ -202,7 +202,9 @@ type EtcdConfig struct {
 	// Username and Password authenticate to etcd (optional).
 	Username string
 	Password string
-	// TLS for the etcd client (optional).
+	// TLS for the etcd client (optional). With it every endpoint must be
+	// TLS (https://): the etcd client dials an http:// or unix:// URL in
+	// plaintext, leaving TLS unused.
 	TLS *tls.Config
 	// Credentials, when set, are the gRPC transport credentials of every
 	// etcd connection, in place of the ones the etcd client builds from
@@ -294,10 +296,10 @@ func (c *Config) validate() error {
 		case c.Etcd.DialTimeout < 0 || c.Etcd.OpTimeout < 0:
 			return fmt.Errorf("%w: negative etcd timeout", ErrInvalidConfig)
 		}
-		if c.Etcd.Credentials != nil {
+		if c.Etcd.Credentials != nil || c.Etcd.TLS != nil {
 			for _, ep := range c.Etcd.Endpoints {
 				if plaintextEndpoint(ep) {
-					return fmt.Errorf("%w: etcd endpoint %q is not TLS but an etcd CA is given (--etcd-tls-ca): write it as https://host:port", ErrInvalidConfig, ep)
+					return fmt.Errorf("%w: etcd endpoint %q is not TLS but etcd TLS is configured (--etcd-tls-ca, --etcd-tls-cert): write it as https://host:port", ErrInvalidConfig, ep)
 				}
 			}
 		}
