@@ -129,7 +129,11 @@ func newHA(ctx context.Context, s *Scheduler) (*ha, error) {
 	resp, err := cli.Get(gctx, h.keyConfig)
 	if err != nil {
 		_ = cli.Close()
-		return nil, fmt.Errorf("scheduler: cannot reach etcd at %v: %w", cfg.Endpoints, err)
+		why := ""
+		if errors.Is(err, context.DeadlineExceeded) {
+			why = etcdDialProblem(ctx, cfg, cfg.DialTimeout) // the client's error does not say why
+		}
+		return nil, fmt.Errorf("scheduler: cannot reach etcd at %v: %w%s", cfg.Endpoints, err, why)
 	}
 	h.configRev = resp.Header.Revision
 	if len(resp.Kvs) > 0 {
