@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/locuscache/locus/internal/tlsreload"
 	"github.com/locuscache/locus/pkg/cache"
 	"github.com/locuscache/locus/pkg/cache/mrc"
 	"github.com/locuscache/locus/pkg/membership"
@@ -224,7 +225,7 @@ func New(cfg Config) (_ *Node, err error) {
 		Handler:           n.httpHandler(gw),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(n.log.With("component", "http").Handler(), slog.LevelWarn),
+		ErrorLog:          tlsreload.ServerErrorLog(n.log.With("component", "http")),
 	}
 	if n.tls != nil {
 		n.httpSrv.TLSConfig = n.tls.server.Clone()

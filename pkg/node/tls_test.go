@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"log/slog"
+	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -241,4 +245,81 @@ func TestCARotation(t *testing.T) {
 	}
 	read("new CA", 0)
 	read("new CA", 1)
+}
+
+// TestProbeConnectionsNotLoggedAtWarn: under mTLS kubelet's probes are
+// TCP checks (helm/locus; kubelet has no client certificate), which
+// connect and close before any TLS hello. The node logs those at Debug;
+// a real handshake failure (a client without a certificate) stays a
+// Warn. Was: a Warn "http: TLS handshake error from ...: EOF" for every
+// probe, three a pod every 10 s, burying the failures that matter.
+func TestProbeConnectionsNotLoggedAtWarn(t *testing.T) {
+	files := nodetest.NewTLS(t)
+	rec := &levelRecorder{}
+	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: origintest.NewMemStore(), TLS: files, MTLS: true,
+		Mutate: func(_ int, cfg *node.Config) { cfg.Logger = slog.New(rec) }})
+	addr := c.Nodes[0].HTTPAddr()
+	for range 3 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+	}
+	noCert := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: files.ClientConfigNoCert()}}
+	if resp, err := noCert.Get(c.HTTPURL(0) + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("HTTPS without a client certificate answered %d", resp.StatusCode)
+	}
+	rec.waitFor(t, slog.LevelWarn, "TLS handshake error")
+	for _, m := range rec.at(slog.LevelWarn) {
+		if strings.HasSuffix(m, ": EOF") {
+			t.Errorf("a TCP probe logged at Warn: %q", m)
+		}
+	}
+}
+
+// levelRecorder is a slog.Handler that keeps every record's level and
+// message (Debug included).
+type levelRecorder struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (h *levelRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (h *levelRecorder) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs = append(h.recs, r)
+	return nil
+}
+func (h *levelRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *levelRecorder) WithGroup(string) slog.Handler      { return h }
+
+// at returns the messages logged at level.
+func (h *levelRecorder) at(level slog.Level) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, r := range h.recs {
+		if r.Level == level {
+			out = append(out, r.Message)
+		}
+	}
+	return out
+}
+
+// waitFor waits up to 5 s for a message at level containing s.
+func (h *levelRecorder) waitFor(t *testing.T, level slog.Level, s string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for _, m := range h.at(level) {
+			if strings.Contains(m, s) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %v message containing %q; logged at that level: %q", level, s, h.at(level))
+		}
+	}
 }

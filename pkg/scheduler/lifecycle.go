@@ -16,6 +16,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/locuscache/locus/internal/tlsreload"
 	"github.com/locuscache/locus/pkg/membership"
 	"github.com/locuscache/locus/pkg/placement"
 	schedulerv1 "github.com/locuscache/locus/proto/scheduler/v1"
@@ -79,7 +80,7 @@ func (s *Scheduler) start(ctx context.Context) (err error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          nil,
+		ErrorLog:          tlsreload.ServerErrorLog(s.log), // its lines start "http: "
 		ConnState:         s.httpConns.hook,
 	}
 	httpLn := s.httpLn
