@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/locuscache/locus/internal/testcert"
+	"github.com/locuscache/locus/internal/tlsreload"
 	"github.com/locuscache/locus/pkg/scheduler"
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
 )
@@ -83,4 +84,56 @@ func TestEtcdTLSFailureNamed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEtcdTLSFailureNamedWhileRunning: a running scheduler that loses etcd
+// for a TLS reason (its --etcd-tls-ca no longer names the CA of etcd's
+// certificate, and etcd restarts) says so in its readiness reason. Was:
+// "no leader known (etcd unreachable: context deadline exceeded)", as for
+// an etcd that is down.
+func TestEtcdTLSFailureNamedWhileRunning(t *testing.T) {
+	etcdCA, clientCA, otherCA := testcert.NewCA(t), testcert.NewCA(t), testcert.NewCA(t)
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	exp := time.Now().Add(24 * time.Hour)
+	srvCert, srvKey := etcdCA.Leaf(t, 2, exp)
+	cliCertPEM, cliKeyPEM := clientCA.Leaf(t, 3, exp)
+	cliCert, err := tls.X509KeyPair(cliCertPEM, cliKeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := schedulertest.StartEtcdTLS(t, &schedulertest.EtcdTLS{
+		CertFile: write("etcd.pem", srvCert), KeyFile: write("etcd-key.pem", srvKey), ClientCAFile: write("clients.pem", clientCA.PEM),
+		Client: &tls.Config{RootCAs: etcdCA.Pool, Certificates: []tls.Certificate{cliCert}, MinVersion: tls.VersionTLS12},
+	})
+	caFile := write("etcd-ca.pem", etcdCA.PEM)
+	ca, err := tlsreload.LoadCA(caFile, nil, tlsreload.WithInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := &tls.Config{Certificates: []tls.Certificate{cliCert}, MinVersion: tls.VersionTLS12}
+	s := schedulertest.Start(t, scheduler.Config{
+		NodeID: "s", Membership: schedulertest.NewViews(t),
+		Etcd: scheduler.EtcdConfig{Endpoints: e.Endpoints, Prefix: "/" + t.Name() + "/", SessionTTL: 2 * time.Second,
+			TLS: ca.ClientConfig(base), Credentials: ca.ClientCredentials(base)},
+	})
+	waitLeader(t, []*scheduler.Scheduler{s}, 10*time.Second)
+
+	write("etcd-ca.pem", otherCA.PEM) // not etcd's CA: the next handshake fails
+	e.Restart(t)
+	const want = "certificate signed by unknown authority"
+	var why string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if _, why = s.Ready(); strings.Contains(why, want) {
+			t.Logf("ready: %s", why)
+			return
+		}
+	}
+	t.Fatalf("readiness reason %q 30 s after etcd's CA stopped being trusted; want it to say %q", why, want)
 }

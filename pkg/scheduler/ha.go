@@ -65,6 +65,25 @@ type ha struct {
 	mu       sync.Mutex // guards the fields below
 	fenceKey string     // our election key while leading ("" otherwise)
 	fenceRev int64      // its create revision: every write is conditional on it
+
+	// probed is why etcd could not be dialed (etcdDialProblem) when
+	// watchLeader last looked, at probedAt; only watchLeader uses them.
+	probed   string
+	probedAt time.Time
+}
+
+// dialProblemEvery bounds how often watchLeader dials etcd itself to name
+// why it is unreachable.
+const dialProblemEvery = 10 * time.Second
+
+// dialProblem is etcdDialProblem, dialed at most every dialProblemEvery
+// while etcd stays unreachable (watchLeader's goroutine only).
+func (h *ha) dialProblem() string {
+	if now := time.Now(); h.probedAt.IsZero() || now.Sub(h.probedAt) >= dialProblemEvery {
+		h.probed = etcdDialProblem(h.ctx, h.cfg, time.Second)
+		h.probedAt = now
+	}
+	return h.probed
 }
 
 // flushRound is the outcome of one counter flush: changes with sequence
@@ -764,6 +783,9 @@ func (h *ha) watchLeader() {
 		if err != nil {
 			if h.ctx.Err() == nil {
 				msg := "etcd unreachable: " + err.Error()
+				if errors.Is(err, context.DeadlineExceeded) {
+					msg += h.dialProblem() // the client's error does not say why
+				}
 				h.s.leaderErr.Store(&msg)
 				h.s.leaderInfo.Store(&LeaderInfo{})
 			}
@@ -771,6 +793,7 @@ func (h *ha) watchLeader() {
 			continue
 		}
 		h.s.leaderErr.Store(nil)
+		h.probedAt = time.Time{}
 		var l LeaderInfo
 		if len(resp.Kvs) > 0 {
 			_ = json.Unmarshal(resp.Kvs[0].Value, &l)
