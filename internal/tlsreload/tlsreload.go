@@ -26,6 +26,8 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,10 +36,14 @@ import (
 // rotation that happens days before the old certificate expires.
 const DefaultInterval = 10 * time.Second
 
-// ExpiryWarning is how close to its expiry a loaded certificate is
-// logged at Warn: enough warning to renew it by hand if rotation is
-// broken.
+// ExpiryWarning is how close to its expiry a certificate is logged at
+// Warn, when loaded or while served (then once a day, ExpiryRewarn):
+// enough warning to renew it by hand if rotation is broken.
 const ExpiryWarning = 7 * 24 * time.Hour
+
+// ExpiryRewarn is how often a served certificate within ExpiryWarning of
+// its expiry is logged again.
+const ExpiryRewarn = 24 * time.Hour
 
 // settings are what the options set, shared by Pair and CA.
 type settings struct {
@@ -51,6 +57,9 @@ type Pair struct {
 	w        watched[tls.Certificate]
 	certFile string
 	log      *slog.Logger
+	// nextWarn (unix nanoseconds) is when Certificate next looks at the
+	// served certificate's expiry (warnExpiry sets it).
+	nextWarn atomic.Int64
 }
 
 // Option changes a Pair's or a CA's defaults (for tests).
@@ -117,17 +126,33 @@ func load(certFile, keyFile string) (*tls.Certificate, error) {
 }
 
 // Certificate returns the current pair, first loading the files again if
-// the check interval has passed and they changed.
-func (p *Pair) Certificate() *tls.Certificate { return p.w.get() }
+// the check interval has passed and they changed. A pair within
+// ExpiryWarning of its expiry is logged, once every ExpiryRewarn.
+func (p *Pair) Certificate() *tls.Certificate {
+	cert := p.w.get()
+	if next := p.nextWarn.Load(); p.w.now().UnixNano() >= next && p.nextWarn.CompareAndSwap(next, math.MaxInt64) {
+		p.warnExpiry(cert) // this handshake only; it sets nextWarn again
+	}
+	return cert
+}
 
+// warnExpiry logs cert's expiry at Warn if it is within ExpiryWarning, and
+// sets when Certificate looks again: ExpiryRewarn after a warning, else
+// when cert enters the warning window.
 func (p *Pair) warnExpiry(cert *tls.Certificate) {
 	if cert.Leaf == nil {
+		p.nextWarn.Store(math.MaxInt64)
 		return
 	}
-	if left := cert.Leaf.NotAfter.Sub(p.w.now()); left < ExpiryWarning {
-		p.log.Warn("TLS certificate expires soon (or has expired): renew it; the new files are picked up without a restart",
-			"cert", p.certFile, "not_after", cert.Leaf.NotAfter.UTC().Format(time.RFC3339), "left", left.Round(time.Minute).String())
+	now := p.w.now()
+	left := cert.Leaf.NotAfter.Sub(now)
+	if left >= ExpiryWarning {
+		p.nextWarn.Store(cert.Leaf.NotAfter.Add(-ExpiryWarning).UnixNano())
+		return
 	}
+	p.log.Warn("TLS certificate expires soon (or has expired): renew it; the new files are picked up without a restart",
+		"cert", p.certFile, "not_after", cert.Leaf.NotAfter.UTC().Format(time.RFC3339), "left", left.Round(time.Minute).String())
+	p.nextWarn.Store(now.Add(ExpiryRewarn).UnixNano())
 }
 
 // GetCertificate is for tls.Config.GetCertificate (a server's side).

@@ -199,6 +199,47 @@ func TestExpiryWarning(t *testing.T) {
 	}
 }
 
+// TestExpiryWarningWhileServing: a certificate that comes within
+// ExpiryWarning of its expiry while it is served, its files unchanged
+// (rotation broken: the case the warning is for), is logged at Warn then,
+// and again a day later, not at every handshake. Was: only at a load, so
+// a daemon that loaded a 90-day certificate never warned before it
+// expired.
+func TestExpiryWarningWhileServing(t *testing.T) {
+	is := testcert.NewCA(t)
+	start := time.Now()
+	c, k := is.Leaf(t, 2, start.Add(30*24*time.Hour))
+	f := writePair(t, t.TempDir(), c, k)
+	clock := &fakeClock{t: start}
+	var logs bytes.Buffer
+	p, err := Load(f.cert, f.key, slog.New(slog.NewTextHandler(&logs, nil)), WithClock(clock.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warnings := func() int { return strings.Count(logs.String(), "expires soon") }
+	p.Certificate()
+	if n := warnings(); n != 0 {
+		t.Fatalf("30 days left: %d warnings, want 0:\n%s", n, logs.String())
+	}
+	clock.add(24 * 24 * time.Hour) // 6 days left
+	for range 100 {
+		p.Certificate()
+	}
+	if n := warnings(); n != 1 {
+		t.Fatalf("6 days left: %d warnings after 100 handshakes, want 1:\n%s", n, logs.String())
+	}
+	clock.add(12 * time.Hour)
+	p.Certificate()
+	if n := warnings(); n != 1 {
+		t.Errorf("12 hours later: %d warnings, want still 1", n)
+	}
+	clock.add(12 * time.Hour)
+	p.Certificate()
+	if n := warnings(); n != 2 {
+		t.Errorf("a day after the first warning: %d warnings, want 2", n)
+	}
+}
+
 // TestHandshakesSeeRotation: a real TLS server and client on loopback,
 // each with a Pair. After the server's files are replaced, the next
 // connection is served the new certificate, and the client presents its
