@@ -154,6 +154,45 @@ func TestReloadsChangedFiles(t *testing.T) {
 	}
 }
 
+// TestReloadsAfterPermissionFix: a renewed pair whose key the daemon may
+// not read (written by root with mode 0600) is logged and the old pair
+// kept; once the operator fixes the mode (chmod, chgrp: the contents stay
+// as they are), the next check loads it, as the log line promises ("until
+// they do"). Was: only a change of mtime, size or inode was seen, so the
+// fixed files were never tried again and the old certificate was served
+// until it expired. Run as a user other than root (root reads any file).
+func TestReloadsAfterPermissionFix(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads a file whatever its mode")
+	}
+	is := testcert.NewCA(t)
+	exp := time.Now().Add(20 * 24 * time.Hour)
+	dir := t.TempDir()
+	c2, k2 := is.Leaf(t, 2, exp)
+	f := writePair(t, dir, c2, k2)
+	clock := &fakeClock{t: time.Now()}
+	p, err := Load(f.cert, f.key, nil, WithClock(clock.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c3, k3 := is.Leaf(t, 3, exp)
+	writePair(t, dir, c3, k3)
+	if err := os.Chmod(f.key, 0); err != nil {
+		t.Fatal(err)
+	}
+	clock.add(DefaultInterval)
+	if got := serial(p.Certificate()); got != 2 {
+		t.Fatalf("key unreadable: serial %d, want 2 (the loaded pair)", got)
+	}
+	if err := os.Chmod(f.key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clock.add(DefaultInterval)
+	if got := serial(p.Certificate()); got != 3 {
+		t.Errorf("after the key's mode was fixed: serial %d, want 3", got)
+	}
+}
+
 // TestLoadErrors: a missing or bad pair at start is an error naming the
 // file, as the daemons report it before serving.
 func TestLoadErrors(t *testing.T) {

@@ -37,6 +37,9 @@ type fileStamp struct {
 	mod  time.Time
 	size int64
 	ino  uint64 // a file replaced by rename (Kubernetes' swap) is a new inode
+	// ctime (status change, Linux) changes with the mode or owner too: a
+	// file that could not be read is tried again once chmod or chown fixed it.
+	ctime int64
 }
 
 // start loads the value the first time; an error names the file.
@@ -62,7 +65,7 @@ func (w *watched[T]) stat() ([]fileStamp, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", f.what, f.path, err)
 		}
-		st[i] = fileStamp{mod: fi.ModTime(), size: fi.Size(), ino: inode(fi)}
+		st[i] = fileStamp{mod: fi.ModTime(), size: fi.Size(), ino: inode(fi), ctime: changeTime(fi)}
 	}
 	return st, nil
 }
