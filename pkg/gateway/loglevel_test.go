@@ -1,34 +1,16 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
+	"github.com/locuscache/locus/internal/logtest"
 	"github.com/locuscache/locus/pkg/origin"
 	"github.com/locuscache/locus/pkg/origin/origintest"
 )
-
-// levelRecorder is a slog.Handler that keeps the level and status of each
-// record.
-type levelRecorder struct {
-	mu   sync.Mutex
-	recs []slog.Record
-}
-
-func (h *levelRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (h *levelRecorder) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.recs = append(h.recs, r)
-	return nil
-}
-func (h *levelRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *levelRecorder) WithGroup(string) slog.Handler      { return h }
 
 // TestUnsupportedCallsLogAtDebug: a client's call of an API the gateway
 // does not serve (501 NotImplemented: ?tagging, ?acl, versionId) is the
@@ -38,7 +20,7 @@ func (h *levelRecorder) WithGroup(string) slog.Handler      { return h }
 func TestUnsupportedCallsLogAtDebug(t *testing.T) {
 	mem := origintest.NewMemStore()
 	mem.Put("s3://b/k", []byte("data"))
-	rec := &levelRecorder{}
+	rec := &logtest.Recorder{}
 	fb := &fakeBackend{StoreBackend: StoreBackend{Store: mem}}
 	g, err := New(Config{Backend: fb, Logger: slog.New(rec)})
 	if err != nil {
@@ -57,12 +39,11 @@ func TestUnsupportedCallsLogAtDebug(t *testing.T) {
 	if w.Code != http.StatusServiceUnavailable {
 		t.Fatalf("GET with the origin down = %d, want 503", w.Code)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.recs) != 5 {
-		t.Fatalf("%d log records, want 5 (one per failed request)", len(rec.recs))
+	recs := rec.Records()
+	if len(recs) != 5 {
+		t.Fatalf("%d log records, want 5 (one per failed request)", len(recs))
 	}
-	for i, r := range rec.recs {
+	for i, r := range recs {
 		var status int64
 		r.Attrs(func(a slog.Attr) bool {
 			if a.Key == "status" {

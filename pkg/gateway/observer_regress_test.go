@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locuscache/locus/internal/logtest"
 	"github.com/locuscache/locus/pkg/origin"
 	"github.com/locuscache/locus/pkg/origin/origintest"
 	"github.com/locuscache/locus/pkg/readpath"
@@ -40,7 +41,7 @@ func TestUnsupportedSchemeStillWarns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &levelRecorder{}
+	rec := &logtest.Recorder{}
 	g, err := New(Config{
 		Backend: StoreBackend{Store: s3only},
 		Buckets: map[string]string{"local": "file:///data/"},
@@ -54,12 +55,11 @@ func TestUnsupportedSchemeStillWarns(t *testing.T) {
 	if w.Code != http.StatusNotImplemented {
 		t.Fatalf("GET of a bucket mapped to a scheme the store lacks = %d, want 501 (test setup)", w.Code)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.recs) != 1 {
-		t.Fatalf("%d log records, want 1", len(rec.recs))
+	recs := rec.Records()
+	if len(recs) != 1 {
+		t.Fatalf("%d log records, want 1", len(recs))
 	}
-	if got := rec.recs[0].Level; got != slog.LevelWarn {
+	if got := recs[0].Level; got != slog.LevelWarn {
 		t.Errorf("a 501 caused by the node's missing origin store for file:// logged at %v, want WARN: "+
 			"it is a server misconfiguration that fails every request of the bucket", got)
 	}

@@ -4,36 +4,13 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/locuscache/locus/internal/logtest"
 	"github.com/locuscache/locus/pkg/readpath"
 	cachev1 "github.com/locuscache/locus/proto/cache/v1"
 )
-
-// warnRecorder is a slog.Handler that keeps the messages of Warn and Error
-// records.
-type warnRecorder struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (h *warnRecorder) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
-func (h *warnRecorder) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.msgs = append(h.msgs, r.Message)
-	return nil
-}
-func (h *warnRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *warnRecorder) WithGroup(string) slog.Handler      { return h }
-
-func (h *warnRecorder) messages() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]string(nil), h.msgs...)
-}
 
 // TestClientGoneLogsNoWarning: a client that cancels a ReadRange while the
 // node waits for gRPC to send a chunk it aliased from the cache (the
@@ -43,7 +20,7 @@ func (h *warnRecorder) messages() []string {
 // at Warn, although gRPC had released the chunk at once (found by a
 // review: a gateway client that gave up mid-object left one on its peer).
 func TestClientGoneLogsNoWarning(t *testing.T) {
-	rec := &warnRecorder{}
+	rec := &logtest.Recorder{}
 	c := newTCluster(t, tclusterOpts{n: 1, repl: 1, memBytes: 64 << 20, mutate: func(_ int, cfg *Config) {
 		cfg.Logger = slog.New(rec)
 	}})
@@ -76,7 +53,7 @@ func TestClientGoneLogsNoWarning(t *testing.T) {
 	// one chunk past aliasGrace (seen once in about ten runs): the warning
 	// is then right. Before the fix every hang-up warned.
 	var warned []string
-	for _, m := range rec.messages() {
+	for _, m := range rec.AtLeast(slog.LevelWarn) {
 		if strings.Contains(m, "chunk") {
 			warned = append(warned, m)
 		}

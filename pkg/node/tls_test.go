@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/locuscache/locus/internal/logtest"
 	"github.com/locuscache/locus/pkg/node"
 	"github.com/locuscache/locus/pkg/node/nodetest"
 	"github.com/locuscache/locus/pkg/origin/origintest"
@@ -255,7 +255,7 @@ func TestCARotation(t *testing.T) {
 // probe, three a pod every 10 s, burying the failures that matter.
 func TestProbeConnectionsNotLoggedAtWarn(t *testing.T) {
 	files := nodetest.NewTLS(t)
-	rec := &levelRecorder{}
+	rec := &logtest.Recorder{}
 	c := nodetest.Start(t, nodetest.Options{N: 1, Origin: origintest.NewMemStore(), TLS: files, MTLS: true,
 		Mutate: func(_ int, cfg *node.Config) { cfg.Logger = slog.New(rec) }})
 	addr := c.Nodes[0].HTTPAddr()
@@ -271,55 +271,10 @@ func TestProbeConnectionsNotLoggedAtWarn(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("HTTPS without a client certificate answered %d", resp.StatusCode)
 	}
-	rec.waitFor(t, slog.LevelWarn, "TLS handshake error")
-	for _, m := range rec.at(slog.LevelWarn) {
+	rec.WaitFor(t, slog.LevelWarn, "TLS handshake error")
+	for _, m := range rec.At(slog.LevelWarn) {
 		if strings.HasSuffix(m, ": EOF") {
 			t.Errorf("a TCP probe logged at Warn: %q", m)
-		}
-	}
-}
-
-// levelRecorder is a slog.Handler that keeps every record's level and
-// message (Debug included).
-type levelRecorder struct {
-	mu   sync.Mutex
-	recs []slog.Record
-}
-
-func (h *levelRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (h *levelRecorder) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.recs = append(h.recs, r)
-	return nil
-}
-func (h *levelRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *levelRecorder) WithGroup(string) slog.Handler      { return h }
-
-// at returns the messages logged at level.
-func (h *levelRecorder) at(level slog.Level) []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for _, r := range h.recs {
-		if r.Level == level {
-			out = append(out, r.Message)
-		}
-	}
-	return out
-}
-
-// waitFor waits up to 5 s for a message at level containing s.
-func (h *levelRecorder) waitFor(t *testing.T, level slog.Level, s string) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		for _, m := range h.at(level) {
-			if strings.Contains(m, s) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %v message containing %q; logged at that level: %q", level, s, h.at(level))
 		}
 	}
 }

@@ -1,16 +1,15 @@
 package scheduler_test
 
 import (
-	"context"
 	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/locuscache/locus/internal/logtest"
 	"github.com/locuscache/locus/internal/testcert"
 	"github.com/locuscache/locus/pkg/scheduler"
 	"github.com/locuscache/locus/pkg/scheduler/schedulertest"
@@ -29,7 +28,7 @@ func TestHTTPServerErrorsLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &levelRecorder{}
+	rec := &logtest.Recorder{}
 	s := schedulertest.Start(t, scheduler.Config{
 		Membership: schedulertest.NewViews(t), Logger: slog.New(rec),
 		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool, MinVersion: tls.VersionTLS12},
@@ -46,55 +45,10 @@ func TestHTTPServerErrorsLogged(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("HTTPS without a client certificate answered %d", resp.StatusCode)
 	}
-	rec.waitFor(t, slog.LevelWarn, "TLS handshake error")
-	for _, m := range rec.at(slog.LevelWarn) {
+	rec.WaitFor(t, slog.LevelWarn, "TLS handshake error")
+	for _, m := range rec.At(slog.LevelWarn) {
 		if strings.HasSuffix(m, ": EOF") {
 			t.Errorf("a TCP probe logged at Warn: %q", m)
-		}
-	}
-}
-
-// levelRecorder is a slog.Handler that keeps every record's level and
-// message (Debug included).
-type levelRecorder struct {
-	mu   sync.Mutex
-	recs []slog.Record
-}
-
-func (h *levelRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (h *levelRecorder) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.recs = append(h.recs, r)
-	return nil
-}
-func (h *levelRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *levelRecorder) WithGroup(string) slog.Handler      { return h }
-
-// at returns the messages logged at level.
-func (h *levelRecorder) at(level slog.Level) []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for _, r := range h.recs {
-		if r.Level == level {
-			out = append(out, r.Message)
-		}
-	}
-	return out
-}
-
-// waitFor waits up to 5 s for a message at level containing s.
-func (h *levelRecorder) waitFor(t *testing.T, level slog.Level, s string) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		for _, m := range h.at(level) {
-			if strings.Contains(m, s) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %v message containing %q; logged at that level: %q", level, s, h.at(level))
 		}
 	}
 }
